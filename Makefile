@@ -1,0 +1,54 @@
+# Two commands set up everything on a fresh machine with Python 3.11 and git:
+#   make repro   create .venv, install the locked project, run the whole pipeline
+#   make test    create .venv if needed, run the tests
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+UV_VERSION := 0.13.8
+VENV := .venv
+BIN := $(abspath $(VENV))/bin
+ROOT := $(abspath .)
+comma := ,
+
+# Telemetry off and every store at an absolute path, whatever the shell says.
+export DVC_NO_ANALYTICS := 1
+export DO_NOT_TRACK := true
+export MLFLOW_DISABLE_TELEMETRY := true
+export PREFECT_SERVER_ANALYTICS_ENABLED := false
+export PREFECT_HOME ?= $(ROOT)/.prefect
+export MLFLOW_TRACKING_URI ?= sqlite:///$(ROOT)/mlflow.db
+export NO_PROXY := 127.0.0.1,localhost$(if $(NO_PROXY),$(comma)$(NO_PROXY))
+export UV_COMPILE_BYTECODE := 1
+export PATH := $(BIN):$(PATH)
+
+.PHONY: repro test lint lock venv ui clean
+
+repro: $(VENV)/.installed
+	dvc repro
+
+test: $(VENV)/.installed
+	python -m pytest -q $(PYTEST_ARGS)
+
+# The MLflow UI on this project's store, on loopback only: http://127.0.0.1:5000
+ui: $(VENV)/.installed
+	MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false mlflow ui --backend-store-uri $(MLFLOW_TRACKING_URI) \
+		--host 127.0.0.1 --port 5000 --workers 1
+
+lint: $(VENV)/.installed
+	ruff check heldout stages flows tests benchmarks
+
+venv: $(VENV)/.installed
+
+# The lock pins every package with its hashes; `make lock` refreshes it from pyproject.toml.
+$(VENV)/.installed: pyproject.toml requirements.lock
+	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	@$(VENV)/bin/python -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "heldout needs Python 3.11: run make PYTHON=/path/to/python3.11")'
+	@test -x $(VENV)/bin/uv || $(VENV)/bin/python -m pip install -q uv==$(UV_VERSION)
+	$(VENV)/bin/uv pip install -q --python $(VENV)/bin/python --require-hashes -r requirements.lock
+	$(VENV)/bin/uv pip install -q --python $(VENV)/bin/python --no-deps -e .
+	@touch $@
+
+lock: $(VENV)/.installed
+	uv pip compile --python-version 3.11 pyproject.toml --extra dev --generate-hashes --no-header -o requirements.lock
+
+clean:
+	rm -rf $(VENV) .prefect

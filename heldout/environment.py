@@ -1,0 +1,63 @@
+"""Where the project is, and the environment every heldout process runs in.
+
+Telemetry is off and every store path is absolute because the project says so, not because a
+user remembered to export something. Values already set by the user win.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from heldout.errors import StageError
+
+PROJECT_MARKERS = ("dvc.yaml", "params.yaml")
+# `dvc exp run --temp` runs stages in a copy of the repo under this folder; a store kept in
+# that copy would vanish with it, so the stores stay with the repository that holds the copy.
+_DVC_TEMP_WORKSPACES = (".dvc", "tmp", "exps")
+
+
+def find_project_root(start: Path | None = None) -> Path:
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if all((folder / marker).is_file() for marker in PROJECT_MARKERS):
+            return folder
+    raise StageError(
+        f"no heldout project at or above {here}: run from the folder that holds dvc.yaml "
+        "and params.yaml"
+    )
+
+
+def store_root(project_root: Path) -> Path:
+    """The folder whose stores (MLflow, Prefect) this project uses."""
+    parts = project_root.parts
+    for i in range(len(parts) - len(_DVC_TEMP_WORKSPACES)):
+        if parts[i : i + len(_DVC_TEMP_WORKSPACES)] == _DVC_TEMP_WORKSPACES:
+            return Path(*parts[:i])
+    return project_root
+
+
+def default_tracking_uri(project_root: Path) -> str:
+    return f"sqlite:///{store_root(project_root) / 'mlflow.db'}"
+
+
+TELEMETRY_OFF = {
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "MLFLOW_DISABLE_TELEMETRY": "true",
+    "DO_NOT_TRACK": "true",
+    "DVC_NO_ANALYTICS": "1",
+}
+
+
+def apply_defaults(project_root: Path) -> None:
+    """Set the project's environment before prefect or mlflow is imported (they read it then):
+    telemetry off always; the stores at absolute paths unless the user points them elsewhere."""
+    os.environ.update(TELEMETRY_OFF)
+    stores = store_root(project_root)
+    os.environ.setdefault("MLFLOW_TRACKING_URI", default_tracking_uri(project_root))
+    os.environ.setdefault("PREFECT_HOME", str(stores / ".prefect"))
+    # Prefect's local API server and MLflow servers live on loopback; a proxy must not see them.
+    loopback = "127.0.0.1,localhost"
+    current = os.environ.get("NO_PROXY", "")
+    if loopback not in current:
+        os.environ["NO_PROXY"] = f"{loopback},{current}" if current else loopback

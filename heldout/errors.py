@@ -1,0 +1,56 @@
+"""Errors a user can cause. Each names the file, the record and the field, and what to do.
+
+The CLI prints a HeldoutError without a traceback and exits 2 (DESIGN §7);
+anything else is a bug in heldout and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class HeldoutError(Exception):
+    """Base of every error caused by input, configuration or protocol, not by a bug."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with one record of an input file."""
+
+    line: int | None
+    field: str | None
+    message: str
+
+    def render(self, path: str | Path) -> str:
+        where = f"{path}:{self.line}" if self.line is not None else str(path)
+        field = f" field '{self.field}':" if self.field else ""
+        return f"{where}:{field} {self.message}"
+
+
+class InputFileError(HeldoutError):
+    """One or more problems in an input file, all reported at once so one fix-up pass suffices."""
+
+    shown_at_most = 20
+
+    def __init__(self, path: str | Path, problems: list[Problem], hint: str = ""):
+        self.path = str(path)
+        self.problems = problems
+        lines = [p.render(path) for p in problems[: self.shown_at_most]]
+        if len(problems) > self.shown_at_most:
+            lines.append(f"... and {len(problems) - self.shown_at_most} more problems")
+        if hint:
+            lines.append(hint)
+        super().__init__("\n".join(lines))
+
+
+class ParamsError(HeldoutError):
+    """params.yaml (or a flag that overrides it) holds a value heldout cannot use."""
+
+
+class SplitError(HeldoutError):
+    """The split cannot be made as configured (fractions, empty splits)."""
+
+
+class StageError(HeldoutError):
+    """A stage cannot run: an unknown name, or inputs that an earlier stage should have made."""

@@ -1,0 +1,65 @@
+"""Writing outputs so that a crash leaves the old file or the new one, never half of one."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+
+class StagedOutputs:
+    """Files written under temporary names beside their targets, renamed into place together
+    only when the whole stage succeeded."""
+
+    def __init__(self) -> None:
+        self._pending: dict[Path, Path] = {}
+
+    def path(self, target: Path) -> Path:
+        """A temporary path to write `target`'s content to (for writers that want a path)."""
+        target = Path(target)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        self._pending[target] = temporary
+        return temporary
+
+    def write_bytes(self, target: Path, data: bytes) -> None:
+        self.path(target).write_bytes(data)
+
+    def write_json(self, target: Path, value: Any) -> None:
+        self.write_bytes(target, json_bytes(value))
+
+    def commit(self) -> list[Path]:
+        for target, temporary in self._pending.items():
+            os.replace(temporary, target)
+        written = list(self._pending)
+        self._pending.clear()
+        return written
+
+    def discard(self) -> None:
+        for temporary in self._pending.values():
+            temporary.unlink(missing_ok=True)
+        self._pending.clear()
+
+
+@contextmanager
+def staged_outputs() -> Iterator[StagedOutputs]:
+    outputs = StagedOutputs()
+    try:
+        yield outputs
+    except BaseException:
+        outputs.discard()
+        raise
+    outputs.commit()
+
+
+def json_bytes(value: Any) -> bytes:
+    """Indented, key-sorted JSON: stable bytes for DVC, readable diffs for people."""
+    return (json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
+
+
+def write_json_atomic(target: Path, value: Any) -> None:
+    with staged_outputs() as outputs:
+        outputs.write_json(target, value)

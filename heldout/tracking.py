@@ -1,0 +1,118 @@
+"""MLflow: one run per stage execution, its outputs as artifacts, its inputs as datasets.
+
+The only module that imports mlflow, and only when a run starts: `heldout --help` and the pure
+core never pay its import time.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from heldout.environment import default_tracking_uri, store_root
+
+TAG_PREFIX = "heldout."
+
+
+class TrackingConfig(BaseModel):
+    """`params.mlflow`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    experiment: str = Field(default="heldout", min_length=1)
+
+
+class StageRun:
+    """What a stage may log. MLflow's active run is per thread: call these from the thread that
+    opened the run (the flow's), never from a task on a worker thread (NOTES.md)."""
+
+    def __init__(self, run_id: str):
+        self.run_id = run_id
+
+    def set_tags(self, tags: Mapping[str, Any]) -> None:
+        import mlflow
+
+        mlflow.set_tags({_tag(key): str(value) for key, value in tags.items()})
+
+    def log_params(self, params: Mapping[str, Any]) -> None:
+        import mlflow
+
+        mlflow.log_params(dict(params))
+
+    def log_metrics(self, metrics: Mapping[str, float]) -> None:
+        import mlflow
+
+        mlflow.log_metrics({key: float(value) for key, value in metrics.items()})
+
+    def log_artifact(self, path: Path, artifact_path: str | None = None) -> None:
+        import mlflow
+
+        if Path(path).is_dir():
+            mlflow.log_artifacts(str(path), artifact_path=artifact_path)
+        else:
+            mlflow.log_artifact(str(path), artifact_path=artifact_path)
+
+    def log_dataset(
+        self, table: Any, *, name: str, digest: str, source: Path, context: str
+    ) -> None:
+        """Record an input with its digest and context (train / val / test / tasks), which is how
+        a reviewer finds, say, every run that touched the test split."""
+        import mlflow
+        import mlflow.data
+
+        with warnings.catch_warnings():
+            # MLflow registers its local-file source twice and warns that a path is ambiguous
+            # between the two identical classes; the warning says nothing about our data.
+            warnings.filterwarnings("ignore", message=".*can be interpreted in multiple ways")
+            # MLflow stores dataset digests in a 36-character column.
+            dataset = mlflow.data.from_pandas(
+                table, source=str(source), name=name, digest=digest[:32]
+            )
+        mlflow.log_input(dataset, context=context)
+
+
+def _tag(key: str) -> str:
+    return key if key.startswith((TAG_PREFIX, "mlflow.")) else TAG_PREFIX + key
+
+
+def tracking_uri(project_root: Path) -> str:
+    return os.environ.get("MLFLOW_TRACKING_URI") or default_tracking_uri(project_root)
+
+
+def _experiment_id(client: Any, name: str, project_root: Path) -> str:
+    from mlflow.exceptions import MlflowException
+
+    experiment = client.get_experiment_by_name(name)
+    if experiment is not None:
+        return experiment.experiment_id
+    local_store = tracking_uri(project_root) == default_tracking_uri(project_root)
+    location = (store_root(project_root) / "mlartifacts").as_uri() if local_store else None
+    try:
+        return client.create_experiment(name, artifact_location=location)
+    except MlflowException:
+        # Another stage created it between our look-up and our create.
+        return client.get_experiment_by_name(name).experiment_id
+
+
+@contextmanager
+def stage_run(
+    project_root: Path, config: TrackingConfig, run_name: str, tags: Mapping[str, Any]
+) -> Iterator[StageRun]:
+    """An MLflow run around one stage execution: FINISHED if the stage returns, FAILED (and
+    still visible to a reviewer) if it raises."""
+    import mlflow
+
+    mlflow.set_tracking_uri(tracking_uri(project_root))
+    experiment_id = _experiment_id(mlflow.MlflowClient(), config.experiment, project_root)
+    with mlflow.start_run(
+        experiment_id=experiment_id,
+        run_name=run_name,
+        tags={_tag(key): str(value) for key, value in tags.items()},
+    ) as run:
+        yield StageRun(run.info.run_id)

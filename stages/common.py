@@ -1,0 +1,86 @@
+"""What every stage does the same way: find the project, read its params section by section,
+tag its MLflow run with the protocol's identity."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from heldout.environment import find_project_root
+from heldout.errors import ParamsError
+from heldout.tracking import StageRun, TrackingConfig, stage_run
+
+PARAMS_FILE = "params.yaml"
+Section = TypeVar("Section", bound=BaseModel)
+
+
+def read_params(root: Path) -> dict[str, Any]:
+    path = root / PARAMS_FILE
+    try:
+        params = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ParamsError(f"{path}: no such file; a project keeps its params there") from None
+    except yaml.YAMLError as error:
+        raise ParamsError(f"{path}: not valid YAML: {error}") from None
+    if not isinstance(params, dict):
+        raise ParamsError(f"{path}: expected a mapping of sections at the top level")
+    return params
+
+
+def section(params: dict[str, Any], name: str, model: type[Section]) -> Section:
+    """One section of params.yaml, validated; errors name the dotted path of the bad field."""
+    try:
+        return model.model_validate(params.get(name) or {})
+    except ValidationError as error:
+        lines = [
+            f"{PARAMS_FILE}: {'.'.join([name, *map(str, detail['loc'])])}: {detail['msg']}"
+            for detail in error.errors()
+        ]
+        raise ParamsError("\n".join(lines)) from None
+
+
+def git_commit(root: Path) -> str:
+    """The commit the stage ran from, with '+dirty' when the work tree differs from it."""
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    commit = git("rev-parse", "HEAD") or "none"
+    return commit + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
+@contextmanager
+def tracked_stage(
+    root: Path, params: dict[str, Any], run_name: str, stage: str
+) -> Iterator[StageRun]:
+    tags = {"stage": stage, "git_commit": git_commit(root)}
+    with stage_run(root, section(params, "mlflow", TrackingConfig), run_name, tags) as run:
+        yield run
+
+
+def project_root(root: Path | None) -> Path:
+    return root if root is not None else find_project_root()
+
+
+SPLIT_DIR = Path("data/split")
+MANIFEST = SPLIT_DIR / "manifest.json"
+FINGERPRINT_DIR = SPLIT_DIR / "fingerprints"
+
+
+def split_file(name: str) -> Path:
+    return SPLIT_DIR / f"{name}.jsonl"
+
+
+def protocol_tags(manifest: dict[str, Any]) -> dict[str, str]:
+    """The identity every later number carries: which test set, which splits."""
+    return {
+        "test_version": manifest["test_version"],
+        **{f"split.{name}": digest for name, digest in manifest["digests"].items()},
+    }

@@ -1,0 +1,83 @@
+"""Stage `split`: tasks → data/split/{train,val,test}.jsonl, manifest.json, fingerprints/."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from heldout.canonical import canonical_json
+from heldout.files import staged_outputs
+from heldout.fingerprints import split_fingerprints
+from heldout.split import EVAL_SPLITS, SPLITS, SplitConfig, assign, build_manifest, split_records
+from heldout.tasks import Task, TasksConfig, load_tasks, tasks_digest
+from stages.common import (
+    FINGERPRINT_DIR,
+    MANIFEST,
+    project_root,
+    protocol_tags,
+    read_params,
+    section,
+    split_file,
+    tracked_stage,
+)
+
+
+def run(root: Path | None = None) -> dict[str, Any]:
+    """Split the configured tasks and write the split files; returns the manifest."""
+    root = project_root(root)
+    params = read_params(root)
+    tasks_config = section(params, "tasks", TasksConfig)
+    config = section(params, "split", SplitConfig)
+    with tracked_stage(root, params, "split", "split") as mlflow_run:
+        tasks = load_tasks(tasks_config.resolve(root))
+        splits = assign(tasks, config.salt, config.fractions)
+        manifest = build_manifest(tasks_config.source, tasks_digest(tasks), config, splits)
+        with staged_outputs() as outputs:
+            for name in SPLITS:
+                outputs.write_bytes(root / split_file(name), split_records(splits[name]))
+            for name in EVAL_SPLITS:
+                fingerprints = split_fingerprints(
+                    name, manifest["digests"][name], splits[name], config.ngram
+                )
+                # Compact: tens of thousands of hashes, read by programs, not people.
+                outputs.write_bytes(
+                    root / FINGERPRINT_DIR / f"{name}.json", canonical_json(fingerprints).encode()
+                )
+            outputs.write_json(root / MANIFEST, manifest)
+
+        mlflow_run.set_tags(protocol_tags(manifest) | {"tasks_digest": manifest["source_digest"]})
+        mlflow_run.log_params(
+            {"tasks.source": tasks_config.source, "split.salt": config.salt}
+            | {f"split.fractions.{name}": config.fractions[name] for name in SPLITS}
+        )
+        mlflow_run.log_metrics(
+            {f"tasks_{name}": count for name, count in manifest["counts"].items()}
+            | {f"groups_{name}": count for name, count in manifest["groups"].items()}
+        )
+        # The test split's content stays out of MLflow: only the test stage may open it, and
+        # it logs the test input under the lock. Its digest is in the manifest and the tags.
+        for name in ("train", "val"):
+            mlflow_run.log_dataset(
+                _index(splits[name]),
+                name=f"{name}-{manifest['digests'][name][:12]}",
+                digest=manifest["digests"][name],
+                source=root / split_file(name),
+                context=name,
+            )
+            mlflow_run.log_artifact(root / split_file(name), "split")
+        mlflow_run.log_artifact(root / MANIFEST, "split")
+        mlflow_run.log_artifact(root / FINGERPRINT_DIR, "split/fingerprints")
+    return manifest
+
+
+def _index(tasks: list[Task]) -> pd.DataFrame:
+    """What MLflow profiles for a split: ids, groups and hashes, not the task text."""
+    return pd.DataFrame(
+        {
+            "id": [t.id for t in tasks],
+            "group": [t.group for t in tasks],
+            "content_hash": [t.content_hash for t in tasks],
+        }
+    )

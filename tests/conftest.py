@@ -1,0 +1,64 @@
+"""Tests never touch the project's own stores or the user's home, and never leave loopback."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+# Set before prefect or mlflow is imported anywhere in the test session.
+_STATE = Path(tempfile.mkdtemp(prefix="heldout-tests-"))
+os.environ["PREFECT_HOME"] = str(_STATE / "prefect")
+os.environ["MLFLOW_TRACKING_URI"] = f"sqlite:///{_STATE / 'mlflow.db'}"
+os.environ.update(
+    {
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "MLFLOW_DISABLE_TELEMETRY": "true",
+        "DO_NOT_TRACK": "true",
+        "DVC_NO_ANALYTICS": "1",
+        "NO_PROXY": "127.0.0.1,localhost",
+    }
+)
+
+
+def task_record(task_id: str, group: str | None = None, **fields: object) -> dict:
+    record = {
+        "id": task_id,
+        "prompt": f"def f_{len(task_id)}(x):\n    '''Return x for {task_id}.'''\n",
+        "entry_point": f"f_{len(task_id)}",
+        "tests": "assert True\n",
+        **fields,
+    }
+    if group is not None:
+        record["group"] = group
+    return record
+
+
+def write_jsonl(path: Path, records: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+PROJECT_FILES = ("params.yaml", "dvc.yaml", "pyproject.toml", ".gitignore")
+PROJECT_DIRS = ("heldout", "stages", "flows", "tasks", ".dvc")
+
+
+def copy_project(destination: Path) -> Path:
+    """The project's files as a fresh checkout would hold them, without stores or outputs."""
+    for name in PROJECT_FILES:
+        shutil.copy2(REPO / name, destination / name)
+    ignore = shutil.ignore_patterns("__pycache__", "cache", "tmp", "config.local")
+    for name in PROJECT_DIRS:
+        shutil.copytree(REPO / name, destination / name, ignore=ignore)
+    return destination
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return copy_project(tmp_path)
