@@ -54,3 +54,13 @@ class SplitError(HeldoutError):
 
 class StageError(HeldoutError):
     """A stage cannot run: an unknown name, or inputs that an earlier stage should have made."""
+
+
+class AgentError(HeldoutError):
+    """An agent could not produce a completion (a server that kept failing, a missing
+    replay row). The rollout records the episode as status "error"; it never vanishes."""
+
+
+class SandboxError(HeldoutError):
+    """The sandbox cannot run programs as configured: no container engine, a missing image,
+    an unknown backend or setting."""

@@ -1,0 +1,83 @@
+"""What both backends share: the runner's job and reply formats, and run() on top of run_many()."""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from heldout.errors import SandboxError
+from heldout.sandbox import ExecResult, Program
+
+RUNNER_PATH = Path(__file__).with_name("runner.py")
+JAIL_PATH = Path(__file__).with_name("jail.py")
+
+# The locale survives into programs (it decides how they decode text); nothing else does.
+LOCALE_VARIABLES = ("LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ")
+PROGRAM_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+def program_environment() -> dict[str, str]:
+    locale = {name: os.environ[name] for name in LOCALE_VARIABLES if name in os.environ}
+    return {"PATH": PROGRAM_PATH, "LANG": "C.UTF-8", **locale}
+
+
+def as_program(program: str | Program) -> Program:
+    return program if isinstance(program, Program) else Program(source=program)
+
+
+def job(program: Program, timeout_s: float, memory_mb: int) -> dict[str, Any]:
+    if timeout_s <= 0 or memory_mb <= 0:
+        raise SandboxError(f"limits must be positive: timeout_s={timeout_s}, memory_mb={memory_mb}")
+    return {
+        "source": program.source,
+        "stdin": program.stdin,
+        "timeout_s": timeout_s,
+        "memory_mb": memory_mb,
+    }
+
+
+def result_from(reply: dict[str, Any], network_isolated: bool) -> ExecResult:
+    return ExecResult(
+        passed=reply["status"] == "ok",
+        status=reply["status"],
+        exit_code=reply["exit_code"],
+        stdout_tail=reply["stdout_tail"],
+        stderr_tail=reply["stderr_tail"],
+        exec_s=reply["exec_s"],
+        network_isolated=network_isolated,
+    )
+
+
+def error_reply(message: str) -> dict[str, Any]:
+    """The reply for a program whose run the sandbox itself could not carry out."""
+    return {
+        "status": "error",
+        "exit_code": None,
+        "stdout_tail": "",
+        "stderr_tail": f"[heldout] {message}",
+        "exec_s": 0.0,
+    }
+
+
+class BatchSandbox(ABC):
+    """A sandbox whose unit of work is a batch: run() is a batch of one."""
+
+    def run(self, program: str | Program, *, timeout_s: float, memory_mb: int) -> ExecResult:
+        return self.run_many([program], timeout_s=timeout_s, memory_mb=memory_mb)[0]
+
+    @abstractmethod
+    def run_many(
+        self, programs: Sequence[str | Program], *, timeout_s: float, memory_mb: int
+    ) -> list[ExecResult]: ...
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
