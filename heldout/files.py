@@ -21,7 +21,8 @@ class StagedOutputs:
         """A temporary path to write `target`'s content to (for writers that want a path)."""
         target = Path(target)
         target.parent.mkdir(parents=True, exist_ok=True)
-        temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        # The suffix stays last: writers such as matplotlib choose the format by it.
+        temporary = target.with_name(f".{target.stem}.{os.getpid()}.tmp{target.suffix}")
         self._pending[target] = temporary
         return temporary
 

@@ -3,17 +3,20 @@ tag its MLflow run with the protocol's identity."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+import pandas as pd
 import yaml
 from pydantic import BaseModel, ValidationError
 
 from heldout.environment import find_project_root
-from heldout.errors import ParamsError
+from heldout.errors import ParamsError, StageError
+from heldout.tasks import Task
 from heldout.tracking import StageRun, TrackingConfig, stage_run
 
 PARAMS_FILE = "params.yaml"
@@ -84,3 +87,29 @@ def protocol_tags(manifest: dict[str, Any]) -> dict[str, str]:
         "test_version": manifest["test_version"],
         **{f"split.{name}": digest for name, digest in manifest["digests"].items()},
     }
+
+
+def read_manifest(root: Path) -> dict[str, Any]:
+    path = root / MANIFEST
+    if not path.is_file():
+        raise StageError(f"{path}: missing; run the split stage first (dvc repro)")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def log_split_input(
+    run: StageRun, root: Path, manifest: dict[str, Any], name: str, tasks: list[Task]
+) -> None:
+    """Record a split as this run's input: its digest and context say which data the run saw.
+    What MLflow profiles is ids, groups and hashes, not the task text."""
+    index = pd.DataFrame(
+        {
+            "id": [t.id for t in tasks],
+            "group": [t.group for t in tasks],
+            "content_hash": [t.content_hash for t in tasks],
+        }
+    )
+    digest = manifest["digests"][name]
+    run.log_dataset(
+        index, name=f"{name}-{digest[:12]}", digest=digest, source=root / split_file(name),
+        context=name,
+    )

@@ -5,16 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from heldout.canonical import canonical_json
 from heldout.files import staged_outputs
 from heldout.fingerprints import split_fingerprints
 from heldout.split import EVAL_SPLITS, SPLITS, SplitConfig, assign, build_manifest, split_records
-from heldout.tasks import Task, TasksConfig, load_tasks, tasks_digest
+from heldout.tasks import TasksConfig, load_tasks, tasks_digest
 from stages.common import (
     FINGERPRINT_DIR,
     MANIFEST,
+    log_split_input,
     project_root,
     protocol_tags,
     read_params,
@@ -59,25 +58,9 @@ def run(root: Path | None = None) -> dict[str, Any]:
         # The test split's content stays out of MLflow: only the test stage may open it, and
         # it logs the test input under the lock. Its digest is in the manifest and the tags.
         for name in ("train", "val"):
-            mlflow_run.log_dataset(
-                _index(splits[name]),
-                name=f"{name}-{manifest['digests'][name][:12]}",
-                digest=manifest["digests"][name],
-                source=root / split_file(name),
-                context=name,
-            )
+            log_split_input(mlflow_run, root, manifest, name, splits[name])
             mlflow_run.log_artifact(root / split_file(name), "split")
         mlflow_run.log_artifact(root / MANIFEST, "split")
         mlflow_run.log_artifact(root / FINGERPRINT_DIR, "split/fingerprints")
     return manifest
 
-
-def _index(tasks: list[Task]) -> pd.DataFrame:
-    """What MLflow profiles for a split: ids, groups and hashes, not the task text."""
-    return pd.DataFrame(
-        {
-            "id": [t.id for t in tasks],
-            "group": [t.group for t in tasks],
-            "content_hash": [t.content_hash for t in tasks],
-        }
-    )

@@ -51,6 +51,7 @@ PROJECT_DIRS = ("heldout", "stages", "flows", "tasks", ".dvc")
 
 def copy_project(destination: Path) -> Path:
     """The project's files as a fresh checkout would hold them, without stores or outputs."""
+    destination.mkdir(parents=True, exist_ok=True)
     for name in PROJECT_FILES:
         shutil.copy2(REPO / name, destination / name)
     ignore = shutil.ignore_patterns("__pycache__", "cache", "tmp", "config.local")

@@ -15,7 +15,7 @@ def test_outputs_appear_together_only_when_the_block_succeeds(tmp_path: Path):
         assert not (tmp_path / "two.json").exists(), "nothing is in place before the end"
     assert (tmp_path / "a" / "one.txt").read_bytes() == b"1"
     assert json.loads((tmp_path / "two.json").read_text()) == {"b": 2}
-    assert sorted(p.name for p in tmp_path.rglob("*.tmp")) == []
+    assert sorted(p.name for p in tmp_path.rglob("*.tmp*")) == []
 
 
 def test_a_failure_leaves_the_old_files_and_no_temporaries(tmp_path: Path):

@@ -1,8 +1,10 @@
 """`dvc repro` on a fresh copy of the project, as a new user runs it: real DVC, real Prefect
-(its temporary server on loopback), real MLflow store at the project's default location."""
+(its temporary server on loopback), real MLflow store at the project's default location.
+The task set and checkpoints are cut down so the whole pipeline runs in about a minute."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -10,12 +12,16 @@ from pathlib import Path
 
 import mlflow
 import pytest
+import yaml
+
+from heldout.tasks import load_tasks
+from tests.conftest import write_jsonl
 
 VENV_BIN = str(Path(sys.executable).parent)
 
 
 def run(cmd: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
 
 
 @pytest.fixture
@@ -36,27 +42,56 @@ def fresh_env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
-def test_dvc_repro_splits_logs_and_is_a_no_op_the_second_time(project: Path, fresh_env):
+def cut_down(project: Path, checkpoints: dict) -> None:
+    write_jsonl(project / "tasks" / "small.jsonl",
+                [t.to_record() for t in load_tasks("humaneval")[:30]])
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    params["tasks"]["source"] = "tasks/small.jsonl"
+    params["harness"]["n"] = 2
+    params["checkpoints"] = checkpoints
+    params["base"] = "base"
+    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+
+
+def stages_run(output: str) -> set[str]:
+    return {line.split("'")[1] for line in output.splitlines() if line.startswith("Running stage")}
+
+
+def test_dvc_repro_runs_the_pipeline_then_only_what_changed(project: Path, fresh_env):
+    checkpoints = {"base": {"agent": "demo", "skill": -0.5},
+                   "step_10": {"agent": "demo", "skill": 0.8}}
+    cut_down(project, checkpoints)
     for cmd in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "init"]):
         assert run(cmd, project, fresh_env).returncode == 0
 
     first = run(["dvc", "repro"], project, fresh_env)
     assert first.returncode == 0, first.stdout + first.stderr
-    assert "Running stage 'split'" in first.stdout
-    for name in ("train", "val", "test"):
-        assert (project / "data" / "split" / f"{name}.jsonl").stat().st_size > 0
+    assert stages_run(first.stdout) == {"split", "rollouts@base", "rollouts@step_10", "score"}
+    scores = json.loads((project / "data/scores/val.json").read_text())
+    assert set(scores["checkpoints"]) == {"base", "step_10"}
 
     second = run(["dvc", "repro"], project, fresh_env)
     assert second.returncode == 0, second.stderr
-    assert "Running stage" not in second.stdout
+    assert stages_run(second.stdout) == set()
     assert "up to date" in second.stdout
+
+    # A new checkpoint runs its own rollouts and the score, nothing else.
+    cut_down(project, {**checkpoints, "step_20": {"agent": "demo", "skill": 1.2}})
+    third = run(["dvc", "repro"], project, fresh_env)
+    assert third.returncode == 0, third.stdout + third.stderr
+    assert stages_run(third.stdout) == {"rollouts@step_20", "score"}
 
     client = mlflow.MlflowClient(f"sqlite:///{project / 'mlflow.db'}")
     experiment = client.get_experiment_by_name("heldout")
     runs = client.search_runs([experiment.experiment_id], "tags.`heldout.stage` = 'split'")
-    assert len(runs) == 1, "the no-op repro must not run the stage again"
+    assert len(runs) == 1, "no-op repros must not run the split again"
     assert runs[0].data.tags["heldout.test_version"].startswith("t-")
     assert runs[0].data.tags["heldout.git_commit"]
+    rollout_runs = client.search_runs([experiment.experiment_id],
+                                      "tags.`heldout.stage` = 'rollouts'")
+    assert sorted(r.data.tags["heldout.checkpoint"] for r in rollout_runs) == [
+        "base", "step_10", "step_20"]
+    assert len({r.data.tags["heldout.harness"] for r in rollout_runs}) == 1
 
     # The project, not the user's shell, put Prefect's state in the project and kept it there.
     assert (project / ".prefect").is_dir()

@@ -1,0 +1,45 @@
+"""The harness canaries: `oracle` must pass every task, `blind` must pass none.
+
+They run through the same harness and sandbox as the checkpoints; if either misbehaves, the
+sandbox or the tasks are broken, and that must never pass for a bad (or good) model.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from heldout.agents import AgentContext, AgentSettings, Completion
+from heldout.errors import AgentError
+from heldout.tasks import Task
+
+
+class OracleAgent:
+    def complete(self, task: Task, sample: int, seed: int) -> Completion:
+        if task.reference is None:
+            raise AgentError(f"task {task.id}: no reference solution for the oracle canary")
+        return Completion(text=task.reference)
+
+
+class BlindAgent:
+    """A body that does nothing, indented like the function it completes."""
+
+    def complete(self, task: Task, sample: int, seed: int) -> Completion:
+        return Completion(text=f"{body_indent(task)}pass\n")
+
+
+def body_indent(task: Task) -> str:
+    for line in reversed(task.prompt.splitlines()):
+        stripped = line.lstrip()
+        if stripped.startswith(("def ", "async def ")) and f"{task.entry_point}(" in stripped:
+            return line[: len(line) - len(stripped)] + "    "
+    return "    "
+
+
+def make_oracle(settings: dict[str, Any], context: AgentContext) -> OracleAgent:
+    AgentSettings.model_validate(settings)
+    return OracleAgent()
+
+
+def make_blind(settings: dict[str, Any], context: AgentContext) -> BlindAgent:
+    AgentSettings.model_validate(settings)
+    return BlindAgent()

@@ -1,0 +1,55 @@
+"""A durable record of finished episodes, so a crashed rollout resumes where it stopped.
+
+It lives outside DVC's outputs (DVC deletes a stage's outputs before running it). Each episode
+is committed as it finishes: after a kill -9 the store holds every episode that finished, and
+SQLite's journal guarantees it holds no half-written one.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+from heldout.canonical import content_digest
+
+
+def episode_key(
+    harness_fingerprint: str, agent_digest: str, task_hash: str, sample: int, seed: int
+) -> str:
+    """Everything that decides an episode's outcome (the seed carries the rerun index); the
+    checkpoint's name is not in it, so renaming a checkpoint reuses its episodes."""
+    return content_digest([harness_fingerprint, agent_digest, task_hash, sample, seed])
+
+
+class EpisodeCache:
+    def __init__(self, path: Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA busy_timeout=30000")
+        self._db.execute("CREATE TABLE IF NOT EXISTS episodes (key TEXT PRIMARY KEY, row TEXT)")
+
+    def get_many(self, keys: list[str]) -> dict[str, dict[str, Any]]:
+        found: dict[str, dict[str, Any]] = {}
+        with self._lock:
+            for start in range(0, len(keys), 500):
+                chunk = keys[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                query = f"SELECT key, row FROM episodes WHERE key IN ({marks})"
+                for key, row in self._db.execute(query, chunk):
+                    found[key] = json.loads(row)
+        return found
+
+    def put(self, key: str, row: dict[str, Any]) -> None:
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO episodes (key, row) VALUES (?, ?)", (key, json.dumps(row))
+            )
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()

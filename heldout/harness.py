@@ -1,0 +1,55 @@
+"""The harness: everything about an evaluation except the weights, pinned by its fingerprint.
+
+Two numbers are comparable only if they were produced under the same fingerprint: the same
+prompt template, sampling, budgets, samples per task, sandbox and scorer.
+"""
+
+from __future__ import annotations
+
+import string
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from heldout.canonical import content_digest
+from heldout.sandbox import SandboxConfig
+from heldout.scoring import SCORER_VERSION
+
+# How an evaluation is executed, not what it measures: changing them must not change the
+# fingerprint (more workers give the same numbers faster).
+EXECUTION_ONLY = {"sandbox": {"workers", "container_per"}}
+
+
+class Harness(BaseModel):
+    """`params.harness`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    template: str = Field(
+        default="{prompt}", description="what an LLM agent is sent; {prompt} is the task prompt"
+    )
+    temperature: float = Field(default=0.8, ge=0)
+    top_p: float = Field(default=0.95, gt=0, le=1)
+    max_tokens: int = Field(default=512, ge=1)
+    max_turns: int = Field(default=1, ge=1)
+    timeout_s: float = Field(default=10.0, gt=0, description="per program, in the sandbox")
+    agent_timeout_s: float = Field(default=120.0, gt=0, description="per agent call")
+    n: int = Field(default=10, ge=1, description="episodes per task")
+    seed: int = 0
+    retries: int = Field(default=1, ge=0, description="re-runs of an episode that errored")
+    sandbox: SandboxConfig = SandboxConfig()
+    scorer_version: str = SCORER_VERSION
+
+    @field_validator("template")
+    @classmethod
+    def _template_names_only_the_prompt(cls, template: str) -> str:
+        fields = {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+        if fields != {"prompt"}:
+            raise ValueError(f"must contain {{prompt}} and no other field (found {fields or '{}'})")
+        return template
+
+    def fingerprint(self) -> str:
+        return content_digest(self.model_dump(mode="json", exclude=EXECUTION_ONLY))
+
+    def short_fingerprint(self) -> str:
+        return self.fingerprint()[:12]
+

@@ -1,0 +1,173 @@
+"""Episodes: one agent call and one sandboxed scoring each, recorded as rows that never vanish.
+
+A row whose agent or scorer failed still counts in the denominator: its status says why
+(error, timeout, truncated, refused), and `passed` is False.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from heldout.agents import Agent
+from heldout.canonical import sha256_hex
+from heldout.episode_cache import EpisodeCache, episode_key
+from heldout.harness import Harness
+from heldout.sandbox import ExecResult, Sandbox
+from heldout.scoring import score
+from heldout.seeds import episode_seed
+from heldout.tasks import Task
+
+STATUSES = ("ok", "error", "timeout", "truncated", "refused")
+ROW_COLUMNS = {
+    "checkpoint": "string",
+    "task_id": "string",
+    "sample": "int64",
+    "seed": "int64",
+    "harness": "string",
+    "completion": "string",
+    "completion_sha": "string",
+    "passed": "bool",
+    "public_passed": "boolean",
+    "status": "string",
+    "error": "string",
+    "finish_reason": "string",
+    "tokens_in": "int64",
+    "tokens_out": "int64",
+    "turns": "int64",
+    "agent_s": "float64",
+    "exec_s": "float64",
+    "cost_usd": "float64",
+}
+# Wall-clock columns: the only ones two runs of the same episodes may disagree on.
+TIMING_COLUMNS = ("agent_s", "exec_s")
+
+
+@dataclass(frozen=True)
+class Episode:
+    task: Task
+    sample: int
+    seed: int
+
+
+def plan_episodes(tasks: Iterable[Task], harness: Harness, rerun: int = 0) -> list[Episode]:
+    return [
+        Episode(task, sample, episode_seed(harness.seed, task.id, sample, rerun))
+        for task in sorted(tasks, key=lambda t: t.id)
+        for sample in range(harness.n)
+    ]
+
+
+def _execution_status(result: ExecResult) -> str:
+    return {"timeout": "timeout", "error": "error"}.get(result.status, "ok")
+
+
+def run_episode(agent: Agent, sandbox: Sandbox, harness: Harness, episode: Episode) -> dict:
+    """One episode as a row (without the checkpoint name); retried while it errors, as many
+    times as the harness allows."""
+    for _attempt in range(harness.retries + 1):
+        row = _attempt_episode(agent, sandbox, harness, episode)
+        if row["status"] != "error":
+            break
+    return row
+
+
+def _attempt_episode(agent: Agent, sandbox: Sandbox, harness: Harness, episode: Episode) -> dict:
+    task = episode.task
+    row: dict[str, Any] = {
+        "task_id": task.id, "sample": episode.sample, "seed": episode.seed,
+        "harness": harness.fingerprint(), "completion": "", "completion_sha": sha256_hex(""),
+        "passed": False, "public_passed": None, "status": "error", "error": "",
+        "finish_reason": "", "tokens_in": 0, "tokens_out": 0, "turns": 0,
+        "agent_s": 0.0, "exec_s": 0.0, "cost_usd": 0.0,
+    }
+    started = time.perf_counter()
+    try:
+        completion = agent.complete(task, episode.sample, episode.seed)
+    except Exception as error:  # noqa: BLE001 - any agent failure is an episode outcome
+        row.update(error=f"agent: {type(error).__name__}: {error}"[:2000],
+                   agent_s=time.perf_counter() - started)
+        return row
+    row.update(
+        completion=completion.text, completion_sha=sha256_hex(completion.text),
+        finish_reason=completion.finish_reason, tokens_in=completion.tokens_in,
+        tokens_out=completion.tokens_out, turns=completion.turns, cost_usd=completion.cost_usd,
+        agent_s=time.perf_counter() - started,
+    )
+    if completion.finish_reason == "refused":
+        row.update(status="refused")
+        return row
+    timeout_s, memory_mb = _budgets(task, harness)
+    result = score(task, completion.text, sandbox, timeout_s=timeout_s, memory_mb=memory_mb)
+    status = _execution_status(result)
+    if status == "ok" and completion.finish_reason == "length":
+        status = "truncated"
+    row.update(passed=result.passed, status=status, exec_s=result.exec_s,
+               error="" if result.passed else _describe(result))
+    if task.public_tests:
+        public = task.model_copy(update={"tests": task.public_tests})
+        row["public_passed"] = score(
+            public, completion.text, sandbox, timeout_s=timeout_s, memory_mb=memory_mb
+        ).passed
+    return row
+
+
+def _budgets(task: Task, harness: Harness) -> tuple[float, int]:
+    runtime = task.runtime
+    timeout_s = runtime.timeout_s if runtime and runtime.timeout_s else harness.timeout_s
+    memory_mb = runtime.memory_mb if runtime and runtime.memory_mb else harness.sandbox.memory_mb
+    return timeout_s, memory_mb
+
+
+def _describe(result: ExecResult) -> str:
+    tail = (result.stderr_tail or result.stdout_tail or "").strip().splitlines()
+    return f"{result.status}: {tail[-1] if tail else 'exit ' + str(result.exit_code)}"[:2000]
+
+
+def collect_rollouts(
+    episodes: list[Episode],
+    run_one: Callable[[Episode], dict],
+    cache: EpisodeCache,
+    key_of: Callable[[Episode], str],
+    concurrency: int,
+    on_done: Callable[[dict, bool], None] = lambda row, cached: None,
+) -> list[dict]:
+    """Every episode's row: from the cache when it finished before, else run (in parallel)
+    and committed to the cache the moment it finishes."""
+    keys = {id(e): key_of(e) for e in episodes}
+    cached = cache.get_many(list(keys.values()))
+    rows: list[dict] = []
+    pending = []
+    for episode in episodes:
+        if keys[id(episode)] in cached:
+            row = cached[keys[id(episode)]]
+            rows.append(row)
+            on_done(row, True)
+        else:
+            pending.append(episode)
+    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+        futures = {pool.submit(run_one, episode): episode for episode in pending}
+        for future in as_completed(futures):
+            row = future.result()
+            cache.put(keys[id(futures[future])], row)
+            rows.append(row)
+            on_done(row, False)
+    return rows
+
+
+def rollout_table(checkpoint: str, rows: list[dict]) -> pd.DataFrame:
+    """The rollout file's table: one row per episode, sorted, with fixed column types."""
+    table = pd.DataFrame([{**row, "checkpoint": checkpoint} for row in rows],
+                         columns=list(ROW_COLUMNS))
+    table = table.astype(ROW_COLUMNS).sort_values(["task_id", "sample"], ignore_index=True)
+    return table
+
+
+def episode_key_for(harness: Harness, agent_digest: str) -> Callable[[Episode], str]:
+    fingerprint = harness.fingerprint()
+    return lambda e: episode_key(fingerprint, agent_digest, e.task.content_hash, e.sample, e.seed)

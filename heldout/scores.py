@@ -1,0 +1,109 @@
+"""From rollout rows to per-task success counts and per-checkpoint summaries.
+
+The unit is the task: an episode only contributes to its task's count c out of n, and every
+interval comes from resampling tasks (heldout.stats).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from heldout.errors import HeldoutError
+from heldout.stats import summarize_counts
+
+COUNT_COLUMNS = ("n", "c", "errors", "timeouts", "truncations", "refusals")
+
+
+class IncomparableRolloutsError(HeldoutError):
+    """Rollouts produced under different harnesses or on different tasks."""
+
+
+class CanaryError(HeldoutError):
+    """The oracle failed a task or the blind agent passed one: the harness is broken."""
+
+
+def per_task_counts(rollouts: pd.DataFrame) -> pd.DataFrame:
+    """One row per (checkpoint, task): episodes n, successes c, and what went wrong.
+    Errored episodes stay in n: an error is a failure, counted separately, never dropped."""
+    status = rollouts["status"]
+    table = rollouts.assign(
+        n=1, c=rollouts["passed"].astype(int), errors=(status == "error").astype(int),
+        timeouts=(status == "timeout").astype(int), truncations=(status == "truncated").astype(int),
+        refusals=(status == "refused").astype(int),
+    )
+    grouped = table.groupby(["checkpoint", "task_id"], sort=False)[list(COUNT_COLUMNS)].sum()
+    return grouped.reset_index().sort_values(["checkpoint", "task_id"], ignore_index=True)
+
+
+def check_comparable(rollouts: dict[str, pd.DataFrame], harness_fingerprint: str) -> None:
+    """Refuse to summarize side by side what was not produced the same way."""
+    for name, table in rollouts.items():
+        fingerprints = set(table["harness"].unique())
+        if fingerprints != {harness_fingerprint}:
+            raise IncomparableRolloutsError(
+                f"rollouts of '{name}' were produced under harness "
+                f"{', '.join(sorted(f[:12] for f in fingerprints))}, not the current "
+                f"{harness_fingerprint[:12]}: re-run its rollouts (dvc repro)"
+            )
+    task_sets = {name: frozenset(t["task_id"].unique()) for name, t in rollouts.items()}
+    reference_name, reference = next(iter(task_sets.items()))
+    for name, tasks in task_sets.items():
+        if tasks != reference:
+            raise IncomparableRolloutsError(
+                f"'{name}' and '{reference_name}' were rolled out on different tasks "
+                f"({len(tasks ^ reference)} differ): re-run their rollouts on the same split"
+            )
+
+
+def default_ks(n: int) -> list[int]:
+    """Powers of two up to n, and n itself."""
+    return sorted({2**i for i in range(n.bit_length()) if 2**i <= n} | {n})
+
+
+def summarize_checkpoint(counts: pd.DataFrame, ks: list[int], seed: int = 0) -> dict[str, Any]:
+    """Every estimator for one checkpoint's per-task counts, plus the rates that sit beside
+    every pass rate (errors, timeouts, truncations, refusals per episode)."""
+    n = counts["n"].to_numpy()
+    c = counts["c"].to_numpy()
+    summary = summarize_counts(c, n, [k for k in ks if k <= n.min()], seed=seed)
+    episodes = int(n.sum())
+    interval = summary.pass_at_1
+    return {
+        "n_tasks": summary.n_tasks,
+        "episodes": episodes,
+        "pass_at_1": {"estimate": float(interval.estimate), "low": float(interval.low),
+                      "high": float(interval.high), "method": interval.method},
+        "pass_at_k": {str(k): v for k, v in summary.pass_at_k.items()},
+        "pass_hat_k": {str(k): v for k, v in summary.pass_hat_k.items()},
+        "failure_capable": summary.failure_capable,
+        "all_fail": summary.all_fail,
+        "all_pass": int(np.sum(c == n)),
+        "design_effect": asdict(summary.design_effect) if summary.design_effect else None,
+        **{f"{column}_rate": float(counts[column].sum() / episodes)
+           for column in ("errors", "timeouts", "truncations", "refusals")},
+    }
+
+
+def canary_failures(oracle: pd.DataFrame, blind: pd.DataFrame) -> dict[str, list[str]]:
+    """Tasks the oracle failed and tasks the blind agent passed."""
+    return {
+        "oracle_failed": sorted(oracle.loc[oracle["c"] < oracle["n"], "task_id"]),
+        "blind_passed": sorted(blind.loc[blind["c"] > 0, "task_id"]),
+    }
+
+
+def describe_canary_failures(failures: dict[str, list[str]]) -> str:
+    parts = []
+    if failures["oracle_failed"]:
+        parts.append(f"the oracle (reference solutions) failed {len(failures['oracle_failed'])} "
+                     f"tasks: {', '.join(failures['oracle_failed'][:20])}")
+    if failures["blind_passed"]:
+        parts.append(f"the blind agent (an empty body) passed {len(failures['blind_passed'])} "
+                     f"tasks: {', '.join(failures['blind_passed'][:20])}")
+    return ("harness canaries failed, so no score can be trusted: " + "; ".join(parts)
+            + ". Check the sandbox (a missing module, a too-small memory or time limit) and "
+            "these tasks' tests before scoring checkpoints.")

@@ -1,0 +1,81 @@
+"""Progress of long work: a rich bar on a terminal, a periodic one-line summary otherwise
+(CI logs and `dvc repro` piped to a file stay readable)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import Counter
+from types import TracebackType
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+
+class EpisodeProgress:
+    """Counts finished episodes by status; `advance` is safe to call from one thread only (the
+    collector's), which is where results arrive."""
+
+    def __init__(self, label: str, total: int, every_s: float = 10.0):
+        self.label, self.total, self.every_s = label, total, every_s
+        self.statuses: Counter[str] = Counter()
+        self.done = self.cached = self.passed = 0
+        self.started = time.perf_counter()
+        self._last_line = self.started
+        console = Console(stderr=True)
+        self._bar = (
+            Progress(
+                TextColumn(f"[bold]{label}[/]"), BarColumn(), MofNCompleteColumn(),
+                TextColumn("{task.fields[rate]} ep/s  {task.fields[summary]}"),
+                TimeElapsedColumn(), TimeRemainingColumn(), console=console,
+            )
+            if console.is_terminal
+            else None
+        )
+        self._bar_task = None
+
+    def __enter__(self) -> EpisodeProgress:
+        if self._bar is not None:
+            self._bar.start()
+            self._bar_task = self._bar.add_task(self.label, total=self.total, rate="-",
+                                                summary="")
+        return self
+
+    def advance(self, row: dict, cached: bool) -> None:
+        self.done += 1
+        self.cached += cached
+        self.passed += bool(row["passed"])
+        self.statuses[row["status"]] += 1
+        now = time.perf_counter()
+        if self._bar is not None:
+            self._bar.update(self._bar_task, completed=self.done, rate=f"{self.rate():.1f}",
+                             summary=self.summary())
+        elif now - self._last_line >= self.every_s or self.done == self.total:
+            self._last_line = now
+            print(f"{self.label}: {self.done}/{self.total} episodes, {self.rate():.1f} ep/s, "
+                  f"{self.summary()}", file=sys.stderr, flush=True)
+
+    def rate(self) -> float:
+        ran = self.done - self.cached
+        return ran / max(time.perf_counter() - self.started, 1e-9)
+
+    def summary(self) -> str:
+        problems = {s: c for s, c in self.statuses.items() if s != "ok"}
+        parts = [f"passed {self.passed}"] + [f"{s} {c}" for s, c in sorted(problems.items())]
+        if self.cached:
+            parts.append(f"resumed {self.cached}")
+        return ", ".join(parts)
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if self._bar is not None:
+            self._bar.stop()

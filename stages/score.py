@@ -1,0 +1,147 @@
+"""Stage `score`: every checkpoint's val rollouts → per-task counts and every estimator, after
+the harness canaries have shown the sandbox can tell right from wrong."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from heldout.errors import StageError
+from heldout.figures import pass_at_k_curves
+from heldout.files import staged_outputs
+from heldout.harness import Harness
+from heldout.rollout import rollout_table
+from heldout.scores import (
+    CanaryError,
+    canary_failures,
+    check_comparable,
+    default_ks,
+    describe_canary_failures,
+    per_task_counts,
+    summarize_checkpoint,
+)
+from heldout.tasks import load_tasks
+from stages.common import (
+    log_split_input,
+    project_root,
+    protocol_tags,
+    read_manifest,
+    read_params,
+    section,
+    split_file,
+    tracked_stage,
+)
+from stages.rollouts import ROLLOUT_DIR, RolloutsConfig, roll_out
+
+SCORES = Path("data/scores/val.json")
+PER_TASK = Path("data/scores/val_per_task.parquet")
+METRICS = Path("metrics/val.json")
+PASSK_CSV = Path("plots/val_passk.csv")
+PASSK_PNG = Path("plots/val_passk.png")
+CANARIES = {"oracle": {"agent": "oracle"}, "blind": {"agent": "blind"}}
+
+
+def read_rollouts(root: Path, checkpoints: list[str]) -> dict[str, pd.DataFrame]:
+    tables = {}
+    for name in checkpoints:
+        path = root / ROLLOUT_DIR / f"{name}.parquet"
+        if not path.is_file():
+            raise StageError(f"{path}: missing; run the rollouts of '{name}' first (dvc repro)")
+        tables[name] = pd.read_parquet(path)
+    return tables
+
+
+def run_canaries(root: Path, params: dict[str, Any], harness: Harness) -> dict[str, Any]:
+    """Oracle and blind, one episode per val task, through the same harness and sandbox."""
+    config = section(params, "rollouts", RolloutsConfig)
+    tasks = load_tasks(root / split_file("val"))
+    single = harness.model_copy(update={"n": 1})
+    counts = {}
+    for name, settings in CANARIES.items():
+        rows, _ = roll_out(root, f"canary:{name}", settings, tasks, single, config)
+        counts[name] = per_task_counts(rollout_table(name, rows))
+    failures = canary_failures(counts["oracle"], counts["blind"])
+    return {
+        "oracle_pass_rate": float(counts["oracle"]["c"].sum() / counts["oracle"]["n"].sum()),
+        "blind_pass_rate": float(counts["blind"]["c"].sum() / counts["blind"]["n"].sum()),
+        **failures,
+    }
+
+
+def run(root: Path | None = None) -> dict[str, Any]:
+    root = project_root(root)
+    params = read_params(root)
+    harness = section(params, "harness", Harness)
+    checkpoints = list(params.get("checkpoints") or {})
+    manifest = read_manifest(root)
+    with tracked_stage(root, params, "score", "score") as mlflow_run:
+        mlflow_run.set_tags(protocol_tags(manifest) | {"harness": harness.fingerprint()})
+        canaries = run_canaries(root, params, harness)
+        mlflow_run.log_metrics({"canary_oracle_pass_rate": canaries["oracle_pass_rate"],
+                                "canary_blind_pass_rate": canaries["blind_pass_rate"]})
+        if canaries["oracle_failed"] or canaries["blind_passed"]:
+            raise CanaryError(describe_canary_failures(canaries))
+
+        rollouts = read_rollouts(root, checkpoints)
+        check_comparable(rollouts, harness.fingerprint())
+        counts = per_task_counts(pd.concat(rollouts.values(), ignore_index=True))
+        ks = default_ks(harness.n)
+        summaries = {
+            name: summarize_checkpoint(counts[counts["checkpoint"] == name], ks)
+            for name in checkpoints
+        }
+        scores = {
+            "split": "val",
+            "val_digest": manifest["digests"]["val"],
+            "harness": harness.fingerprint(),
+            "base": params.get("base"),
+            "checkpoints": summaries,
+            "canaries": canaries,
+        }
+        curves = {name: {int(k): v for k, v in s["pass_at_k"].items()}
+                  for name, s in summaries.items()}
+        with staged_outputs() as outputs:
+            outputs.write_json(root / SCORES, scores)
+            counts.to_parquet(outputs.path(root / PER_TASK), index=False)
+            outputs.write_json(root / METRICS, dvc_metrics(summaries))
+            outputs.write_bytes(root / PASSK_CSV, passk_csv(curves).encode())
+            pass_at_k_curves(curves, outputs.path(root / PASSK_PNG),
+                             title=f"val pass@k, {summaries[checkpoints[0]]['n_tasks']} tasks",
+                             highlight=params.get("base"))
+
+        for name, summary in summaries.items():
+            mlflow_run.log_metrics(flat_metrics(summary, prefix=f"{name}."))
+        for path in (SCORES, PER_TASK, METRICS, PASSK_CSV, PASSK_PNG):
+            mlflow_run.log_artifact(root / path, "scores")
+        log_split_input(mlflow_run, root, manifest, "val", load_tasks(root / split_file("val")))
+    return scores
+
+
+def flat_metrics(summary: dict[str, Any], prefix: str = "") -> dict[str, float]:
+    interval = summary["pass_at_1"]
+    metrics = {
+        "pass_at_1": interval["estimate"], "pass_at_1_low": interval["low"],
+        "pass_at_1_high": interval["high"],
+        **{f"pass_at_{k}": v for k, v in summary["pass_at_k"].items() if k != "1"},
+        **{f"pass_hat_{k}": v for k, v in summary["pass_hat_k"].items() if k != "1"},
+        "failure_capable": summary["failure_capable"], "all_fail": summary["all_fail"],
+        "error_rate": summary["errors_rate"], "truncation_rate": summary["truncations_rate"],
+    }
+    return {prefix + key: float(value) for key, value in metrics.items()}
+
+
+def dvc_metrics(summaries: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
+    return {name: {k: round(v, 6) for k, v in flat_metrics(s).items()}
+            for name, s in summaries.items()}
+
+
+def passk_csv(curves: dict[str, dict[int, float]]) -> str:
+    """Wide table, one column per checkpoint: what `dvc plots show/diff` draws."""
+    ks = sorted({k for curve in curves.values() for k in curve})
+    lines = [",".join(["k", *curves])]
+    lines += [",".join([str(k), *(f"{curves[n].get(k, float('nan')):.6f}" for n in curves)])
+              for k in ks]
+    return "\n".join(lines) + "\n"
+

