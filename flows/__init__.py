@@ -1,2 +1,15 @@
 """Prefect flows over the stages: `flows.<stage>` holds `<stage>_flow`, which `heldout stage`
 finds by that name, so adding a stage needs no registry edit."""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+
+def stage_flow(stage: ModuleType, **options: Any) -> Any:
+    """The stage module's `run` as a Prefect flow named after the stage."""
+    from prefect import flow
+
+    name = stage.__name__.rsplit(".", 1)[-1]
+    return flow(name=name, description=stage.__doc__, **options)(stage.run)

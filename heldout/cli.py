@@ -75,6 +75,94 @@ def tasks_validate(
     )
 
 
+@app.command()
+def compare(
+    base: Annotated[Path, typer.Argument(metavar="A.parquet", help="The base's rollouts.")],
+    candidate: Annotated[
+        Path, typer.Argument(metavar="B.parquet", help="The candidate's rollouts.")
+    ],
+    out: Annotated[
+        Path, typer.Option(help="Folder for report.md, report.html, report.json, figures/.")
+    ],
+    sample: Annotated[
+        int, typer.Option(help="Sample index of the episode the exact McNemar test uses.")
+    ] = 0,
+    allow_harness_mismatch: Annotated[
+        bool,
+        typer.Option(
+            "--allow-harness-mismatch",
+            help="Compare rollouts made under different harnesses; the headline says so.",
+        ),
+    ] = False,
+    base_name: Annotated[
+        str | None, typer.Option(help="A's label (default: its checkpoint column).")
+    ] = None,
+    candidate_name: Annotated[
+        str | None, typer.Option(help="B's label (default: its checkpoint column).")
+    ] = None,
+) -> None:
+    """The paired report of B against A from any two rollout files, no pipeline needed."""
+    from heldout.report import build_report, headline_markdown, read_rollouts, write_report
+
+    report = build_report(
+        read_rollouts(base),
+        read_rollouts(candidate),
+        base_name=base_name,
+        candidate_name=candidate_name,
+        sample=sample,
+        allow_harness_mismatch=allow_harness_mismatch,
+    )
+    written = write_report(report, out)
+    stdout.print(headline_markdown(report), markup=False, highlight=False, soft_wrap=True)
+    stdout.print(
+        f"wrote {', '.join(str(path.relative_to(out)) for path in written)} in {out}",
+        markup=False, highlight=False, soft_wrap=True,
+    )
+
+
+@app.command()
+def audit() -> None:
+    """Check the test-access ledger's hash chain and cross-check it against MLflow; list every
+    access. Exits 1 on any inconsistency."""
+    from rich.table import Table
+
+    from heldout.audit import audit as audit_ledger
+    from heldout.environment import apply_defaults, find_project_root
+    from heldout.ledger import read_ledger, verify_chain
+    from heldout.lock import LEDGER
+    from heldout.tracking import TrackingConfig, runs_touching_test_split
+    from stages.common import read_params, section
+
+    root = find_project_root()
+    apply_defaults(root)
+    path = root / LEDGER
+    entries = read_ledger(path)
+    config = section(read_params(root), "mlflow", TrackingConfig)
+    result = audit_ledger(entries, verify_chain(path) if entries else None,
+                          runs_touching_test_split(root, config))
+    table = Table(title=f"test-set accesses ({path.relative_to(root)})")
+    for column in ("seq", "time", "user", "outcome", "test_version", "candidate", "base",
+                   "harness", "reason"):
+        table.add_column(column)
+    for e in result.accesses:
+        table.add_row(str(e["seq"]), e["time"], e["user"], e["outcome"],
+                      str(e["test_version"]), str(e["candidate"]), str(e["base"]),
+                      (e["harness"] or "")[:12], (e["reason"] or "")[:60])
+    # Piped output keeps whole rows: the table is for reading, not for a terminal's width.
+    Console(width=None if stdout.is_terminal else 200).print(table)
+    for version, models in sorted(result.models_per_test_version.items()):
+        stdout.print(f"{version}: {models} models evaluated on it", highlight=False)
+    if result.chain_break:
+        stderr.print(f"[bold red]ledger chain broken[/] at line {result.chain_break.line} of "
+                     f"{path}: {result.chain_break.reason}", highlight=False, soft_wrap=True)
+    for problem in result.problems:
+        stderr.print(f"[bold red]inconsistent:[/] {problem}", highlight=False, soft_wrap=True)
+    if not result.ok:
+        raise typer.Exit(1)
+    stdout.print(f"audit OK: {len(entries)} ledger lines, chain whole, ledger and MLflow agree",
+                 highlight=False)
+
+
 def main() -> None:
     try:
         app()

@@ -368,6 +368,22 @@ def task_bootstrap_ci(
     return Interval(estimate, float(low), float(high), method)
 
 
+def task_bootstrap_se(
+    values: ArrayLike, n_boot: int = 10_000, seed: int | None = 0
+) -> float:
+    """Bootstrap standard error of the mean over tasks: the standard deviation of the means of
+    n_boot resamples of tasks (Efron & Tibshirani 1993, ch. 6), resampled as in
+    task_bootstrap_ci. Zero when every task has the same value. Used by the one-standard-error
+    selection rule.
+    """
+    values = _finite_values("values", values)
+    _check_resampling(n_boot, 0.95)
+    if np.all(values == values[0]):
+        return 0.0
+    means, _ = _bootstrap_means(values, n_boot, seed)
+    return float(means.std(ddof=1))
+
+
 def paired_bootstrap(
     a: ArrayLike,
     b: ArrayLike,

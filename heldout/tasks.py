@@ -114,10 +114,15 @@ def load_jsonl(path: Path) -> list[Task]:
             [Problem(None, None, "no such file")],
             hint=f"A task source is '{HUMANEVAL}' or the path of a JSONL file, one task a line.",
         )
+    return load_jsonl_bytes(path.read_bytes(), path)
+
+
+def load_jsonl_bytes(data: bytes, path: str | Path) -> list[Task]:
+    """Tasks from JSONL bytes; `path` names them in error messages."""
     problems: list[Problem] = []
     tasks: list[Task] = []
     first_line_of: dict[str, int] = {}
-    for number, raw in enumerate(path.read_bytes().split(b"\n"), start=1):
+    for number, raw in enumerate(data.split(b"\n"), start=1):
         parsed = _parse_line(raw.removeprefix(b"\xef\xbb\xbf") if number == 1 else raw, number)
         if parsed is None:
             continue

@@ -116,3 +116,32 @@ def stage_run(
         tags={_tag(key): str(value) for key, value in tags.items()},
     ) as run:
         yield StageRun(run.info.run_id)
+
+
+def runs_touching_test_split(project_root: Path, config: TrackingConfig) -> list[Any]:
+    """Every run of the experiment that is tagged as a test access or has a test dataset input
+    (MLflow filters have no OR, so two searches)."""
+    import mlflow
+
+    from heldout.audit import TestAccessRun
+
+    client = mlflow.MlflowClient(tracking_uri(project_root))
+    experiment = client.get_experiment_by_name(config.experiment)
+    if experiment is None:
+        return []
+    found: dict[str, Any] = {}
+    for query in (f"tags.`{TAG_PREFIX}test_access` = 'true'", "datasets.context = 'test'"):
+        for run in client.search_runs([experiment.experiment_id], query, max_results=50_000):
+            found[run.info.run_id] = run
+    return [
+        TestAccessRun(
+            run_id=run.info.run_id,
+            status=run.info.status,
+            tagged=run.data.tags.get(f"{TAG_PREFIX}test_access") == "true",
+            test_input=any(
+                tag.key == "mlflow.data.context" and tag.value == "test"
+                for dataset_input in run.inputs.dataset_inputs for tag in dataset_input.tags
+            ),
+        )
+        for run in found.values()
+    ]

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from heldout.environment import find_project_root
 from heldout.errors import ParamsError, StageError
+from heldout.lock import SEALED_TEST, install_guard
 from heldout.tasks import Task
 from heldout.tracking import StageRun, TrackingConfig, stage_run
 
@@ -69,7 +70,11 @@ def tracked_stage(
 
 
 def project_root(root: Path | None) -> Path:
-    return root if root is not None else find_project_root()
+    """The project a stage runs in. Every stage starts here, so this is where the test-split
+    guard is installed: from here on, only heldout.lock.TestLock may open the test split."""
+    root = root if root is not None else find_project_root()
+    install_guard(root)
+    return root
 
 
 SPLIT_DIR = Path("data/split")
@@ -78,6 +83,7 @@ FINGERPRINT_DIR = SPLIT_DIR / "fingerprints"
 
 
 def split_file(name: str) -> Path:
+    """train or val; the test split is sealed (heldout.lock.SEALED_TEST)."""
     return SPLIT_DIR / f"{name}.jsonl"
 
 
@@ -110,6 +116,6 @@ def log_split_input(
     )
     digest = manifest["digests"][name]
     run.log_dataset(
-        index, name=f"{name}-{digest[:12]}", digest=digest, source=root / split_file(name),
-        context=name,
+        index, name=f"{name}-{digest[:12]}", digest=digest, context=name,
+        source=root / (SEALED_TEST if name == "test" else split_file(name)),
     )

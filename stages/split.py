@@ -8,6 +8,8 @@ from typing import Any
 from heldout.canonical import canonical_json
 from heldout.files import staged_outputs
 from heldout.fingerprints import split_fingerprints
+from heldout.lock import SEALED_TEST, sealing
+from heldout.seal import seal
 from heldout.split import EVAL_SPLITS, SPLITS, SplitConfig, assign, build_manifest, split_records
 from heldout.tasks import TasksConfig, load_tasks, tasks_digest
 from stages.common import (
@@ -34,8 +36,12 @@ def run(root: Path | None = None) -> dict[str, Any]:
         splits = assign(tasks, config.salt, config.fractions)
         manifest = build_manifest(tasks_config.source, tasks_digest(tasks), config, splits)
         with staged_outputs() as outputs:
-            for name in SPLITS:
+            for name in ("train", "val"):
                 outputs.write_bytes(root / split_file(name), split_records(splits[name]))
+            with sealing():
+                outputs.write_bytes(root / SEALED_TEST, seal(
+                    split_records(splits["test"]), config.salt, manifest["digests"]["test"]
+                ))
             for name in EVAL_SPLITS:
                 fingerprints = split_fingerprints(
                     name, manifest["digests"][name], splits[name], config.ngram

@@ -66,20 +66,36 @@ def test_dvc_repro_runs_the_pipeline_then_only_what_changed(project: Path, fresh
 
     first = run(["dvc", "repro"], project, fresh_env)
     assert first.returncode == 0, first.stdout + first.stderr
-    assert stages_run(first.stdout) == {"split", "rollouts@base", "rollouts@step_10", "score"}
+    assert stages_run(first.stdout) == {"split", "rollouts@base", "rollouts@step_10", "score",
+                                        "select", "test", "report"}
     scores = json.loads((project / "data/scores/val.json").read_text())
     assert set(scores["checkpoints"]) == {"base", "step_10"}
+    assert "Verdict:" in (project / "reports/report.md").read_text()
+    audited = run(["heldout", "audit"], project, fresh_env)
+    assert audited.returncode == 0, audited.stdout + audited.stderr
 
     second = run(["dvc", "repro"], project, fresh_env)
     assert second.returncode == 0, second.stderr
     assert stages_run(second.stdout) == set()
     assert "up to date" in second.stdout
 
-    # A new checkpoint runs its own rollouts and the score, nothing else.
-    cut_down(project, {**checkpoints, "step_20": {"agent": "demo", "skill": 1.2}})
+    # A new checkpoint runs its own rollouts and what reads all of them, nothing else; it wins
+    # on val, so the test stage refuses a second look at the test split without a reason.
+    cut_down(project, {**checkpoints, "step_20": {"agent": "demo", "skill": 2.5}})
     third = run(["dvc", "repro"], project, fresh_env)
-    assert third.returncode == 0, third.stdout + third.stderr
-    assert stages_run(third.stdout) == {"rollouts@step_20", "score"}
+    assert third.returncode != 0
+    assert stages_run(third.stdout) == {"rollouts@step_20", "score", "select", "test"}
+    assert "params.test.reaccess_reason" in third.stdout + third.stderr
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    params["test"]["reaccess_reason"] = "step_20 is the release candidate"
+    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    fourth = run(["dvc", "repro"], project, fresh_env)
+    assert fourth.returncode == 0, fourth.stdout + fourth.stderr
+    assert stages_run(fourth.stdout) == {"test", "report"}
+    ledger = [json.loads(line) for line in
+              (project / "ledger/test_access.jsonl").read_text().splitlines()]
+    assert [e["outcome"] for e in ledger] == ["opened", "closed", "refused", "opened", "closed"]
+    assert run(["heldout", "audit"], project, fresh_env).returncode == 0
 
     client = mlflow.MlflowClient(f"sqlite:///{project / 'mlflow.db'}")
     experiment = client.get_experiment_by_name("heldout")
@@ -91,6 +107,9 @@ def test_dvc_repro_runs_the_pipeline_then_only_what_changed(project: Path, fresh
                                       "tags.`heldout.stage` = 'rollouts'")
     assert sorted(r.data.tags["heldout.checkpoint"] for r in rollout_runs) == [
         "base", "step_10", "step_20"]
+    test_runs = client.search_runs([experiment.experiment_id], "datasets.context = 'test'")
+    assert len(test_runs) == 2 and {r.data.tags["heldout.test_access"] for r in test_runs} == {
+        "true"}
     assert len({r.data.tags["heldout.harness"] for r in rollout_runs}) == 1
 
     # The project, not the user's shell, put Prefect's state in the project and kept it there.

@@ -9,8 +9,10 @@ import mlflow
 import pytest
 
 from heldout.errors import ParamsError, SplitError
+from heldout.lock import sealing
+from heldout.seal import unseal
 from heldout.split import split_digest
-from heldout.tasks import load_tasks
+from heldout.tasks import load_jsonl_bytes, load_tasks
 from stages import split
 from tests.conftest import task_record, write_jsonl
 
@@ -39,7 +41,12 @@ def test_split_stage_writes_the_contract_and_logs_a_tagged_run(project: Path, mo
     manifest = split.run(project)
 
     split_dir = project / "data" / "split"
-    written = {name: load_tasks(split_dir / f"{name}.jsonl") for name in ("train", "val", "test")}
+    written = {name: load_tasks(split_dir / f"{name}.jsonl") for name in ("train", "val")}
+    with sealing():  # the split stage's own context: this process has the guard installed
+        sealed = (split_dir / "test.sealed").read_bytes()
+    assert b"HumanEval" not in sealed and b'"prompt"' not in sealed, "a plain read shows nothing"
+    plain = unseal(sealed, manifest["salt"], manifest["digests"]["test"])
+    written["test"] = load_jsonl_bytes(plain, "test")
     assert sum(len(ts) for ts in written.values()) == 200
     for name, tasks in written.items():
         assert manifest["digests"][name] == split_digest(tasks)

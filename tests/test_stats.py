@@ -27,6 +27,7 @@ from heldout.stats import (
     required_tasks,
     summarize_counts,
     task_bootstrap_ci,
+    task_bootstrap_se,
     wilson_interval,
 )
 
@@ -557,3 +558,12 @@ def test_summarize_counts_explicit_ks_and_edges():
         summarize_counts([1, 2], [4, 2], ks=[4])
     with pytest.raises(ValueError, match="at least one task"):
         summarize_counts([], 4)
+
+
+def test_task_bootstrap_se_matches_the_analytic_standard_error():
+    rng = np.random.default_rng(5)
+    values = rng.random(400)
+    analytic = values.std(ddof=0) / np.sqrt(values.size)
+    assert task_bootstrap_se(values) == pytest.approx(analytic, rel=0.05)
+    assert task_bootstrap_se(np.ones(30)) == 0.0
+    assert task_bootstrap_se(values, seed=1) != task_bootstrap_se(values, seed=2)

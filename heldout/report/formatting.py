@@ -1,0 +1,28 @@
+"""How the report writes numbers: one place, so the headline reads the same in every format."""
+
+from __future__ import annotations
+
+
+def percent(rate: float) -> str:
+    return f"{100 * rate:.1f}%"
+
+
+def points(difference: float) -> str:
+    """A difference of two rates in percentage points, always signed."""
+    return f"{100 * difference:+.1f}"
+
+
+def interval_percent(low: float, high: float) -> str:
+    return f"[{percent(low)}, {percent(high)}]"
+
+
+def interval_points(low: float, high: float) -> str:
+    return f"[{points(low)}, {points(high)}]"
+
+
+def pvalue(p: float) -> str:
+    return f"{p:.3g}"
+
+
+def short_fingerprint(fingerprint: str) -> str:
+    return fingerprint[:12]

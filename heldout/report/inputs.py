@@ -1,0 +1,197 @@
+"""From two rollout tables to two arms on the same tasks: checked, matched on common task ids,
+refused when their harnesses differ (unless allowed), errored episodes made failures."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from heldout.errors import HeldoutError
+from heldout.report.formatting import short_fingerprint
+from heldout.rollout import STATUSES
+from heldout.scores import IncomparableRolloutsError, per_task_counts
+
+ROLES = ("base", "candidate")
+REQUIRED_COLUMNS = ("task_id", "sample", "harness", "passed", "status")
+
+
+class ReportInputError(HeldoutError):
+    """Rollout tables the report cannot compare: missing columns, duplicate episodes, no
+    common task, a sample index some task lacks."""
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One arm restricted to the compared tasks, in the same task order as the other arm."""
+
+    name: str
+    counts: pd.DataFrame  # per task: n, c, errors, timeouts, truncations, refusals
+    at_sample: np.ndarray  # per task: did the episode at the exact test's sample index pass?
+
+    @property
+    def rates(self) -> np.ndarray:
+        return (self.counts["c"] / self.counts["n"]).to_numpy(float)
+
+
+def read_rollouts(path: Path) -> pd.DataFrame:
+    """A rollout Parquet file, checked to hold what the report needs."""
+    try:
+        table = pd.read_parquet(path)
+    except FileNotFoundError:
+        raise ReportInputError(f"{path}: no such file") from None
+    except Exception as error:  # noqa: BLE001 - pyarrow raises several unrelated types
+        raise ReportInputError(f"{path}: not a readable Parquet file: {error}") from None
+    check_rollouts(table, str(path))
+    return table
+
+
+def check_rollouts(table: pd.DataFrame, label: str) -> None:
+    missing = [column for column in REQUIRED_COLUMNS if column not in table.columns]
+    if missing:
+        raise ReportInputError(
+            f"{label}: missing column(s) {', '.join(missing)}; a rollout table has one row per "
+            f"episode with at least {', '.join(REQUIRED_COLUMNS)}"
+        )
+    if table.empty:
+        raise ReportInputError(f"{label}: no episodes")
+    for column in REQUIRED_COLUMNS:
+        if table[column].isna().any():
+            row = int(np.flatnonzero(table[column].isna().to_numpy())[0])
+            raise ReportInputError(f"{label}: row {row}: field '{column}' is missing")
+    unknown = sorted(set(table["status"]) - set(STATUSES))
+    if unknown:
+        raise ReportInputError(
+            f"{label}: field 'status' holds {', '.join(unknown)}; expected one of "
+            f"{', '.join(STATUSES)}"
+        )
+    duplicated = table.duplicated(["task_id", "sample"])
+    if duplicated.any():
+        row = table[duplicated].iloc[0]
+        raise ReportInputError(
+            f"{label}: task '{row['task_id']}' has sample {row['sample']} more than once; "
+            "a rollout table holds each episode once"
+        )
+
+
+def _arm_names(
+    tables: tuple[pd.DataFrame, pd.DataFrame], given: tuple[str | None, str | None]
+) -> tuple[str, str]:
+    names = []
+    for table, name, role in zip(tables, given, ROLES, strict=True):
+        checkpoints = table["checkpoint"].unique() if "checkpoint" in table.columns else []
+        default = str(checkpoints[0]) if len(checkpoints) == 1 else role
+        names.append(name or default)
+    if names[0] == names[1]:  # two runs of one checkpoint: the labels must still tell them apart
+        return f"{names[0]} (base)", f"{names[1]} (candidate)"
+    return names[0], names[1]
+
+
+def _harnesses(
+    tables: tuple[pd.DataFrame, pd.DataFrame], names: tuple[str, str], allow_mismatch: bool
+) -> dict[str, Any]:
+    fingerprints = [sorted(set(table["harness"].astype(str))) for table in tables]
+    match = fingerprints[0] == fingerprints[1] and len(fingerprints[0]) == 1
+    if not match and not allow_mismatch:
+        described = " and ".join(
+            f"{name} under {', '.join(map(short_fingerprint, found))}"
+            for name, found in zip(names, fingerprints, strict=True)
+        )
+        raise IncomparableRolloutsError(
+            f"different harnesses: {described}. Numbers produced under different templates, "
+            "sampling, budgets, sandboxes or scorers are not comparable; re-run one arm under "
+            "the other's harness, or allow the mismatch (heldout compare "
+            "--allow-harness-mismatch) and the report prints it in its headline"
+        )
+    return {"match": match, **dict(zip(ROLES, fingerprints, strict=True))}
+
+
+def _episode_passes(table: pd.DataFrame) -> pd.Series:
+    """An errored episode is a failure whatever its `passed` says (DESIGN §3)."""
+    return table["passed"].astype(bool) & (table["status"] != "error")
+
+
+def _task_counts(table: pd.DataFrame) -> pd.DataFrame:
+    scored = table.assign(checkpoint="arm", passed=_episode_passes(table))
+    return per_task_counts(scored).drop(columns="checkpoint").set_index("task_id")
+
+
+def _passes_at_sample(
+    table: pd.DataFrame, sample: int, task_ids: list[str], name: str
+) -> np.ndarray:
+    at_sample = table[table["sample"] == sample]
+    passes = pd.Series(_episode_passes(at_sample).to_numpy(bool), index=at_sample["task_id"])
+    missing = [task for task in task_ids if task not in passes.index]
+    if missing:
+        raise ReportInputError(
+            f"{name} has no episode with sample index {sample} for {len(missing)} compared "
+            f"task(s) (first: {missing[0]}); choose a sample index every task has (--sample)"
+        )
+    return passes.reindex(task_ids).to_numpy(bool)
+
+
+def _match_tasks(
+    counts: tuple[pd.DataFrame, pd.DataFrame], names: tuple[str, str]
+) -> tuple[list[str], dict[str, Any]]:
+    ids = [set(table.index) for table in counts]
+    common = sorted(ids[0] & ids[1])
+    if not common:
+        raise ReportInputError(
+            f"{names[0]} ({len(ids[0])} tasks) and {names[1]} ({len(ids[1])} tasks) share no "
+            "task id: compare rollouts of the same split"
+        )
+    dropped = {
+        role: {
+            "count": len(only),
+            "ids": sorted(only),
+            "reason": f"not in {other}'s rollouts" if only else "",
+        }
+        for role, only, other in (
+            ("base", ids[0] - ids[1], names[1]),
+            ("candidate", ids[1] - ids[0], names[0]),
+        )
+    }
+    episodes = {
+        role: {"min": int(table.loc[common, "n"].min()), "max": int(table.loc[common, "n"].max())}
+        for role, table in zip(ROLES, counts, strict=True)
+    }
+    tasks = {
+        "compared": len(common),
+        "in_file": dict(zip(ROLES, map(len, ids), strict=True)),
+        "dropped": dropped,
+        "episodes_per_task": episodes,
+    }
+    return common, tasks
+
+
+@dataclass(frozen=True)
+class PairedArms:
+    base: Arm
+    candidate: Arm
+    tasks: dict[str, Any]  # compared, in_file, dropped (count, ids, reason), episodes_per_task
+    harness: dict[str, Any]  # match, and the fingerprints found in each arm
+
+
+def pair_arms(
+    base: pd.DataFrame,
+    candidate: pd.DataFrame,
+    *,
+    names: tuple[str | None, str | None],
+    sample: int,
+    allow_harness_mismatch: bool,
+) -> PairedArms:
+    tables = (base, candidate)
+    for table, role in zip(tables, ROLES, strict=True):
+        check_rollouts(table, f"the {role}'s rollouts")
+    arm_names = _arm_names(tables, names)
+    harness = _harnesses(tables, arm_names, allow_harness_mismatch)
+    counts = (_task_counts(base), _task_counts(candidate))
+    task_ids, tasks = _match_tasks(counts, arm_names)
+    arms = [
+        Arm(name, table_counts.loc[task_ids], _passes_at_sample(table, sample, task_ids, name))
+        for name, table_counts, table in zip(arm_names, counts, tables, strict=True)
+    ]
+    return PairedArms(arms[0], arms[1], tasks, harness)

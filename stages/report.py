@@ -1,0 +1,78 @@
+"""Stage `report`: the single test access → reports/report.{md,html,json}, figures and
+metrics/test.json: candidate against base, paired, with the protocol card."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from heldout.files import staged_outputs
+from heldout.harness import Harness
+from heldout.ledger import read_ledger
+from heldout.lock import LEDGER, accesses, models_evaluated
+from heldout.report import build_report, headline_markdown, read_rollouts, stage_report
+from stages.common import (
+    project_root,
+    protocol_tags,
+    read_manifest,
+    read_params,
+    section,
+    tracked_stage,
+)
+from stages.select import SELECTION
+from stages.test import ACCESS, TEST_ROLLOUTS
+
+REPORTS = Path("reports")
+TEST_METRICS = Path("metrics/test.json")
+
+
+def protocol_card(root: Path, manifest: dict, harness: Harness, access: dict) -> dict[str, Any]:
+    """Everything a reader needs to know how the numbers were made and how spent the test
+    set is."""
+    entries = read_ledger(root / LEDGER)
+    opened = accesses(entries, manifest["test_version"])
+    return {
+        "tasks": {"source": manifest["source"], "digest": manifest["source_digest"],
+                  "count": sum(manifest["counts"].values())},
+        "split": {"salt": manifest["salt"], "fractions": manifest["fractions"],
+                  "test_version": manifest["test_version"], "digests": manifest["digests"]},
+        "harness": {"fingerprint": harness.fingerprint(), **harness.model_dump(mode="json")},
+        "selection": json.loads((root / SELECTION).read_text(encoding="utf-8")),
+        "test_access": {
+            "test_version": manifest["test_version"],
+            "opened": len(opened),
+            "models_evaluated": models_evaluated(entries, manifest["test_version"]),
+            "ledger": str(LEDGER),
+            "this_access": access["access_id"],
+        },
+    }
+
+
+def run(root: Path | None = None) -> dict[str, Any]:
+    root = project_root(root)
+    params = read_params(root)
+    harness = section(params, "harness", Harness)
+    manifest = read_manifest(root)
+    access = json.loads((root / ACCESS).read_text(encoding="utf-8"))
+    with tracked_stage(root, params, "report", "report") as mlflow_run:
+        mlflow_run.set_tags(protocol_tags(manifest) | {
+            "harness": harness.fingerprint(), "candidate": access["candidate"],
+            "base": access["base"]})
+        report = build_report(
+            read_rollouts(root / TEST_ROLLOUTS / "base.parquet"),
+            read_rollouts(root / TEST_ROLLOUTS / "candidate.parquet"),
+            groups=access["groups"],
+            protocol=protocol_card(root, manifest, harness, access),
+        )
+        with staged_outputs() as outputs:
+            written = stage_report(report, root / REPORTS, outputs)
+            outputs.write_json(root / TEST_METRICS, report["metrics"])
+        print(headline_markdown(report))
+        mlflow_run.log_metrics({k: v for k, v in report["metrics"].items()
+                                if isinstance(v, int | float)})
+        for path in written:
+            mlflow_run.log_artifact(path, "report" if path.parent == root / REPORTS
+                                    else "report/figures")
+        mlflow_run.log_artifact(root / TEST_METRICS, "report")
+    return report

@@ -1,0 +1,62 @@
+"""Stage `select`: the val scores → data/selection.json, by the rule in params.select.
+
+It reads validation scores only; the rule was fixed in params before any test number existed,
+and the digests it records let the test stage refuse a selection made from other scores."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from heldout.canonical import content_digest, sha256_hex
+from heldout.files import staged_outputs
+from heldout.selection import SelectConfig, select_checkpoint
+from stages.common import (
+    project_root,
+    protocol_tags,
+    read_manifest,
+    read_params,
+    section,
+    tracked_stage,
+)
+from stages.score import PER_TASK, SCORES
+
+SELECTION = Path("data/selection.json")
+
+
+def val_scores_digest(root: Path) -> str:
+    """What the selection was computed from: the val scores and per-task counts, byte for byte."""
+    return sha256_hex((root / SCORES).read_bytes() + (root / PER_TASK).read_bytes())
+
+
+def run(root: Path | None = None) -> dict[str, Any]:
+    root = project_root(root)
+    params = read_params(root)
+    config = section(params, "select", SelectConfig)
+    order = list(params.get("checkpoints") or {})
+    manifest = read_manifest(root)
+    with tracked_stage(root, params, "select", "select") as mlflow_run:
+        mlflow_run.set_tags(protocol_tags(manifest))
+        counts = pd.read_parquet(root / PER_TASK)
+        selection = select_checkpoint(counts, order, config)
+        scores = json.loads((root / SCORES).read_text(encoding="utf-8"))
+        selection.update(
+            val_scores_digest=val_scores_digest(root),
+            select_params_digest=content_digest(config.model_dump()),
+            harness=scores["harness"],
+            test_version=manifest["test_version"],
+            val_tasks=int(counts["task_id"].nunique()),
+        )
+        with staged_outputs() as outputs:
+            outputs.write_json(root / SELECTION, selection)
+        print(f"select: {selection['chosen']} by rule {config.rule} on val {config.metric}. "
+              f"{selection['note']}")
+        mlflow_run.set_tags({"chosen": selection["chosen"], "rule": config.rule})
+        mlflow_run.log_params({"select.rule": config.rule, "select.metric": config.metric})
+        mlflow_run.log_metrics({f"val.{row['checkpoint']}": row["value"]
+                                for row in selection["table"]})
+        mlflow_run.log_artifact(root / SELECTION, "select")
+    return selection

@@ -1,0 +1,135 @@
+"""Stage `test`: the only code that opens the test split, once, under heldout.lock.TestLock.
+
+Candidate (the selection's choice) and base run on the test split under the same harness with
+the same seeds. Every attempt is a ledger line and an MLflow run tagged heldout.test_access."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from heldout.canonical import content_digest
+from heldout.files import staged_outputs
+from heldout.harness import Harness
+from heldout.ledger import read_ledger
+from heldout.lock import (
+    LEDGER,
+    AccessKey,
+    TestLock,
+    TestSetAccessError,
+    accesses,
+    models_evaluated,
+    refuse,
+)
+from heldout.rollout import TIMING_COLUMNS, rollout_table
+from stages.common import (
+    git_commit,
+    log_split_input,
+    project_root,
+    protocol_tags,
+    read_manifest,
+    read_params,
+    section,
+    tracked_stage,
+)
+from stages.rollouts import RolloutsConfig, checkpoint_settings, roll_out
+from stages.select import SELECTION, val_scores_digest
+
+TEST_ROLLOUTS = Path("data/test/rollouts")
+ACCESS = Path("data/test/access.json")
+ARMS = ("candidate", "base")
+
+
+class TestConfig(BaseModel):
+    """`params.test`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    reaccess_reason: str = ""
+
+
+def read_selection(root: Path) -> dict[str, Any]:
+    path = root / SELECTION
+    if not path.is_file():
+        raise TestSetAccessError(f"{path}: missing; the test stage runs only after `select`")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def check_selection(root: Path, selection: dict, manifest: dict, harness: Harness) -> str | None:
+    """Why this selection must not open the test split, or None."""
+    if selection["val_scores_digest"] != val_scores_digest(root):
+        return ("the selection was computed from other val scores than the current ones: "
+                "re-run `select` (dvc repro) so the choice and the scores agree")
+    if selection["test_version"] != manifest["test_version"]:
+        return (f"the selection was made for test set {selection['test_version']}, the split "
+                f"now holds {manifest['test_version']}")
+    if selection["harness"] != harness.fingerprint():
+        return (f"the selection was made under harness {selection['harness'][:12]}, the "
+                f"params now pin {harness.fingerprint()[:12]}")
+    return None
+
+
+def result_digest(tables: dict[str, Any]) -> str:
+    """The outcome of the access, independent of wall-clock columns, so a resumed access that
+    reaches the same results closes with the same digest."""
+    return content_digest({arm: table.drop(columns=list(TIMING_COLUMNS)).to_dict("records")
+                           for arm, table in tables.items()})
+
+
+def run(root: Path | None = None) -> dict[str, Any]:
+    root = project_root(root)
+    params = read_params(root)
+    harness = section(params, "harness", Harness)
+    config = section(params, "rollouts", RolloutsConfig)
+    reason = section(params, "test", TestConfig).reaccess_reason
+    manifest = read_manifest(root)
+    selection = read_selection(root)
+    names = {"candidate": selection["chosen"], "base": params.get("base")}
+    settings = {arm: checkpoint_settings(params, name) for arm, name in names.items()}
+    key = AccessKey(manifest["test_version"], names["candidate"], names["base"],
+                    harness.fingerprint())
+
+    with tracked_stage(root, params, "test", "test") as mlflow_run:
+        mlflow_run.set_tags(protocol_tags(manifest) | {
+            "test_access": "true", "access_id": key.access_id, "harness": key.harness,
+            "candidate": key.candidate, "base": key.base})
+        commit = git_commit(root)
+        why_not = check_selection(root, selection, manifest, harness)
+        if why_not:
+            refuse(root, key, why_not, mlflow_run_id=mlflow_run.run_id, git_commit=commit)
+        lock = TestLock(root, key, manifest, selection_digest=selection["val_scores_digest"],
+                        git_commit=commit, reason=reason, mlflow_run_id=mlflow_run.run_id)
+        with lock:
+            tasks = lock.read_tasks()
+            log_split_input(mlflow_run, root, manifest, "test", tasks)
+            tables = {}
+            for arm, name in names.items():
+                rows, _ = roll_out(root, f"test:{name}", settings[arm], tasks, harness, config)
+                tables[arm] = rollout_table(name, rows)
+            digest = result_digest(tables)
+            entries = read_ledger(root / LEDGER)
+            opened = accesses(entries, key.test_version)
+            access = {
+                **key.__dict__, "access_id": key.access_id, "resumed": lock.resumed,
+                "reason": reason, "result_digest": digest, "mlflow_run_id": mlflow_run.run_id,
+                "accesses_of_this_test_version": len(opened),
+                "models_evaluated_on_it": models_evaluated(entries, key.test_version),
+                "tasks": len(tasks),
+                # The report breaks results down by group without opening the test split.
+                "groups": {t.id: t.group for t in tasks},
+            }
+            with staged_outputs() as outputs:
+                for arm, table in tables.items():
+                    table.to_parquet(outputs.path(root / TEST_ROLLOUTS / f"{arm}.parquet"),
+                                     index=False)
+                outputs.write_json(root / ACCESS, access)
+            lock.close(digest)
+        mlflow_run.log_metrics({f"{arm}_episode_pass_rate": float(t["passed"].mean())
+                                for arm, t in tables.items()}
+                               | {"accesses_of_this_test_version": len(opened)})
+        for path in (*(TEST_ROLLOUTS / f"{arm}.parquet" for arm in ARMS), ACCESS):
+            mlflow_run.log_artifact(root / path, "test")
+    return access

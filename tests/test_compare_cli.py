@@ -1,0 +1,62 @@
+"""`heldout compare A.parquet B.parquet --out DIR`: the paired report from any two rollout files."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.test_report import OTHER_HARNESS, passing, rollouts
+
+REPORT_FILES = {"report.md", "report.html", "report.json", "figures"}
+
+
+def heldout(*args: str | Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "heldout", *map(str, args)], capture_output=True, text=True
+    )
+
+
+def rollout_files(folder: Path, candidate_harness: str | None = None) -> tuple[Path, Path]:
+    base, candidate = folder / "A.parquet", folder / "B.parquet"
+    rollouts("base", passing(60, range(20))).to_parquet(base)
+    extra = {"harness": candidate_harness} if candidate_harness else {}
+    rollouts("step_9", passing(60, range(40)), **extra).to_parquet(candidate)
+    return base, candidate
+
+
+def test_compare_writes_the_report_and_prints_its_headline(tmp_path: Path):
+    base, candidate = rollout_files(tmp_path)
+    done = heldout("compare", base, candidate, "--out", tmp_path / "out",
+                   "--candidate-name", "tuned")
+    assert done.returncode == 0, done.stderr
+    assert {p.name for p in (tmp_path / "out").iterdir()} == REPORT_FILES
+    assert "Verdict: better" in done.stdout and "tuned" in done.stdout
+    assert "c = 20 (tuned passes, base fails)" in done.stdout
+    assert "tuned" in (tmp_path / "out/report.md").read_text()
+
+
+def test_a_harness_mismatch_exits_2_and_writes_nothing_unless_allowed(tmp_path: Path):
+    base, candidate = rollout_files(tmp_path, candidate_harness=OTHER_HARNESS)
+    refused = heldout("compare", base, candidate, "--out", tmp_path / "out")
+    assert refused.returncode == 2
+    assert "different harnesses: base under aaaaaaaaaaaa and step_9 under bbbbbbbbbbbb" in \
+        refused.stderr
+    assert "--allow-harness-mismatch" in refused.stderr and "Traceback" not in refused.stderr
+    assert not (tmp_path / "out").exists()
+
+    allowed = heldout("compare", base, candidate, "--out", tmp_path / "out",
+                      "--allow-harness-mismatch")
+    assert allowed.returncode == 0, allowed.stderr
+    assert "HARNESS MISMATCH" in allowed.stdout
+    assert "HARNESS MISMATCH" in (tmp_path / "out/report.html").read_text()
+
+
+def test_a_missing_or_unreadable_file_exits_2_naming_it(tmp_path: Path):
+    base, _ = rollout_files(tmp_path)
+    not_parquet = tmp_path / "notes.parquet"
+    not_parquet.write_text("not parquet")
+    for wrong in (tmp_path / "missing.parquet", not_parquet):
+        done = heldout("compare", base, wrong, "--out", tmp_path / "out")
+        assert done.returncode == 2 and str(wrong) in done.stderr
+        assert "Traceback" not in done.stderr

@@ -1,0 +1,199 @@
+"""The test lock under attack: every attempt ends refused or detected, never unaudited."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.json
+import pytest
+import yaml
+
+from heldout.audit import audit
+from heldout.ledger import append, read_ledger, verify_chain
+from heldout.lock import LEDGER, SEALED_TEST, TestSetAccessError, sealing
+from heldout.tasks import load_tasks
+from heldout.tracking import TrackingConfig, runs_touching_test_split
+from stages import rollouts, score, select, split
+from stages import test as test_stage
+from tests.conftest import copy_project, write_jsonl
+
+
+def configure(project: Path) -> None:
+    write_jsonl(project / "tasks" / "small.jsonl",
+                [t.to_record() for t in load_tasks("humaneval")[:40]])
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    params["tasks"]["source"] = "tasks/small.jsonl"
+    params["harness"]["n"] = 2
+    params["checkpoints"] = {"base": {"agent": "demo", "skill": -0.5},
+                             "late": {"agent": "demo", "skill": 1.5}}
+    params["base"] = "base"
+    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+
+
+def set_params(project: Path, section: str, **values) -> None:
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    params[section].update(values)
+    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+
+
+@pytest.fixture(scope="module")
+def selected(tmp_path_factory) -> Path:
+    """A project run through select, built once; each test gets its own copy."""
+    project = copy_project(tmp_path_factory.mktemp("selected") / "project")
+    configure(project)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{project / 'own.db'}")
+        split.run(project)
+        for name in ("base", "late"):
+            rollouts.run(name, project)
+        score.run(project)
+        select.run(project)
+    return project
+
+
+@pytest.fixture
+def project(selected: Path, tmp_path: Path, monkeypatch) -> Path:
+    copy = tmp_path / "project"
+    with sealing():  # this process guards `selected`; copying the project is not reading it
+        shutil.copytree(selected, copy)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{copy / 'own.db'}")
+    return copy
+
+
+def ledger(project: Path) -> list[dict]:
+    return read_ledger(project / LEDGER)
+
+
+def audit_of(project: Path):
+    path = project / LEDGER
+    runs = runs_touching_test_split(project, TrackingConfig())
+    return audit(read_ledger(path), verify_chain(path), runs)
+
+
+def test_one_access_opens_and_closes_and_the_audit_passes(project: Path):
+    access = test_stage.run(project)
+    assert (access["candidate"], access["base"]) == ("late", "base")
+    assert access["accesses_of_this_test_version"] == 1 and not access["resumed"]
+    assert [e["outcome"] for e in ledger(project)] == ["opened", "closed"]
+    for arm in ("candidate", "base"):
+        table = pd.read_parquet(project / test_stage.TEST_ROLLOUTS / f"{arm}.parquet")
+        assert table["task_id"].nunique() == access["tasks"]
+    result = audit_of(project)
+    assert result.ok, result.problems
+    assert result.models_per_test_version == {access["test_version"]: 2}
+
+
+def test_running_again_with_the_same_key_resumes_the_same_access(project: Path):
+    first = test_stage.run(project)
+    again = test_stage.run(project)
+    assert again["resumed"] and again["accesses_of_this_test_version"] == 1
+    assert again["result_digest"] == first["result_digest"]
+    assert [e["outcome"] for e in ledger(project)] == ["opened", "closed", "resumed", "closed"]
+    assert audit_of(project).ok
+
+
+def test_another_candidate_is_refused_without_a_reason_and_counted_with_one(project: Path):
+    test_stage.run(project)
+    set_params(project, "select", rule="last", final="base")
+    select.run(project)
+    with pytest.raises(TestSetAccessError, match=r"already opened .* access number 2"):
+        test_stage.run(project)
+    assert ledger(project)[-1]["outcome"] == "refused"
+    assert not (project / test_stage.ACCESS).exists() or json.loads(
+        (project / test_stage.ACCESS).read_text())["candidate"] == "late"
+
+    set_params(project, "test", reaccess_reason="base-vs-base sanity check, approved by QA")
+    access = test_stage.run(project)
+    assert access["accesses_of_this_test_version"] == 2
+    assert ledger(project)[-2]["reason"].startswith("base-vs-base")
+    assert audit_of(project).ok
+
+
+def test_reading_the_test_split_outside_the_lock_is_refused_or_useless(project: Path,
+                                                                        monkeypatch):
+    path = project / SEALED_TEST
+
+    def peeking_selection(*args, **kwargs):
+        return pd.read_json(path, lines=True)
+
+    monkeypatch.setattr(select, "select_checkpoint", peeking_selection)
+    with pytest.raises(TestSetAccessError, match="outside the test lock"):
+        select.run(project)
+    for reader in (path.read_bytes, lambda: np.loadtxt(path, dtype=str),
+                   lambda: pd.read_json(path, lines=True)):
+        with pytest.raises(TestSetAccessError):
+            reader()
+    refused = [e for e in ledger(project) if e["outcome"] == "refused"]
+    assert len(refused) == 4
+
+    # pyarrow opens files from C, below the audit hook: the seal is what stops it.
+    with pytest.raises(pyarrow.ArrowInvalid):
+        pyarrow.json.read_json(path)
+
+
+def test_a_changed_test_split_is_refused(project: Path):
+    sealed = bytearray((project / SEALED_TEST).read_bytes())
+    sealed[-5] ^= 0xFF
+    with sealing():
+        (project / SEALED_TEST).write_bytes(bytes(sealed))
+    with pytest.raises(TestSetAccessError, match="do not match the manifest"):
+        test_stage.run(project)
+
+
+def test_a_selection_from_other_val_scores_is_refused_before_any_test_read(project: Path):
+    scores_path = project / score.SCORES
+    scores = json.loads(scores_path.read_text())
+    scores["checkpoints"]["base"]["pass_at_1"]["estimate"] = 0.99
+    scores_path.write_text(json.dumps(scores))
+    with pytest.raises(TestSetAccessError, match="other val scores"):
+        test_stage.run(project)
+    (entry,) = ledger(project)
+    assert entry["outcome"] == "refused" and entry["candidate"] == "late"
+    assert audit_of(project).ok, "a refused attempt is recorded in both witnesses"
+
+
+def test_an_edited_ledger_line_breaks_the_chain_there(project: Path):
+    test_stage.run(project)
+    path = project / LEDGER
+    lines = path.read_text().splitlines()
+    edited = json.loads(lines[0])
+    edited["candidate"] = "base"
+    lines[0] = json.dumps(edited)
+    path.write_text("\n".join(lines) + "\n")
+    result = audit_of(project)
+    assert not result.ok and result.chain_break.line == 1
+    assert "edited" in result.chain_break.reason
+
+
+def test_a_deleted_last_line_is_caught_by_the_mlflow_cross_check(project: Path):
+    test_stage.run(project)
+    path = project / LEDGER
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join(lines[:-1]) + "\n")
+    result = audit_of(project)
+    assert result.chain_break is None
+    assert any("ledger lines are missing" in problem for problem in result.problems)
+
+
+def _append_many(path: str, writer: int) -> None:
+    for i in range(40):
+        append(Path(path), {"outcome": "refused", "writer": writer, "i": i})
+
+
+def test_concurrent_appends_never_interleave_or_fork_the_chain(tmp_path: Path):
+    path = tmp_path / "ledger.jsonl"
+    context = multiprocessing.get_context("spawn")
+    workers = [context.Process(target=_append_many, args=(str(path), w)) for w in range(3)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(60)
+    assert [w.exitcode for w in workers] == [0, 0, 0]
+    entries = read_ledger(path)
+    assert len(entries) == 120 and [e["seq"] for e in entries] == list(range(1, 121))
+    assert verify_chain(path) is None

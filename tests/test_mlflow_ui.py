@@ -1,0 +1,98 @@
+"""A reviewer finds the test access in the MLflow UI: a real `mlflow server` on 127.0.0.1 over
+the project's store, and headless Chromium on the runs page filtered by the README's search."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import mlflow
+import pytest
+import yaml
+
+from heldout.tasks import load_tasks
+from stages import rollouts, score, select, split
+from stages import test as test_stage
+from tests.browser import find_chromium, render
+from tests.conftest import write_jsonl
+
+README_FILTER = 'tags.heldout.test_access = "true"'
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def mlflow_server(project: Path):
+    port = free_port()
+    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+    server = subprocess.Popen(
+        [str(Path(sys.executable).parent / "mlflow"), "server", "--backend-store-uri",
+         f"sqlite:///{project / 'own.db'}", "--host", "127.0.0.1", "--port", str(port),
+         "--workers", "1"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=2) as answer:
+                    if answer.status == 200:
+                        break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            pytest.fail("mlflow server did not answer /health within 90 s")
+        yield url
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(15)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+
+
+def test_the_test_access_run_is_found_with_the_readme_filter(project: Path, monkeypatch,
+                                                            mlflow_server: str, tmp_path: Path):
+    find_chromium()
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{project / 'own.db'}")
+    write_jsonl(project / "tasks" / "small.jsonl",
+                [t.to_record() for t in load_tasks("humaneval")[:30]])
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    params["tasks"]["source"] = "tasks/small.jsonl"
+    params["harness"]["n"] = 1
+    params["checkpoints"] = {"base": {"agent": "demo", "skill": -0.5},
+                             "late": {"agent": "demo", "skill": 1.5}}
+    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    split.run(project)
+    for name in ("base", "late"):
+        rollouts.run(name, project)
+    score.run(project)
+    select.run(project)
+    access = test_stage.run(project)
+
+    experiment = mlflow.MlflowClient().get_experiment_by_name("heldout")
+    query = urllib.parse.quote(README_FILTER)
+    page = f"{mlflow_server}/#/experiments/{experiment.experiment_id}/runs?searchFilter={query}"
+    artifacts = Path(os.environ.get("HELDOUT_TEST_ARTIFACTS", tmp_path)) / "mlflow_ui"
+    rendered = render(page, screenshot=artifacts / "test_access_runs.png",
+                      window=(1600, 1000), virtual_time_budget_ms=20_000)
+    print(f"screenshot: {rendered.screenshot}")
+
+    # The runs table links each run by its id: the test access is listed, the others are not.
+    assert access["mlflow_run_id"] in rendered.dom
+    others = mlflow.MlflowClient().search_runs([experiment.experiment_id],
+                                               "tags.`heldout.stage` != 'test'")
+    assert len(others) >= 5
+    assert not [r.info.run_id for r in others if r.info.run_id in rendered.dom]

@@ -1,0 +1,331 @@
+"""The paired report on hand-built rollouts whose numbers can be worked out on paper."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from heldout.report import (
+    BETTER,
+    NO_DIFFERENCE,
+    WORSE,
+    ReportInputError,
+    build_report,
+    headline_markdown,
+    write_report,
+)
+from heldout.report.document import report_document
+from heldout.report.render import render_markdown
+from heldout.rollout import rollout_table
+from heldout.scores import IncomparableRolloutsError
+from tests.browser import render
+
+HARNESS = "a" * 64
+OTHER_HARNESS = "b" * 64
+
+
+def rollouts(
+    checkpoint: str,
+    outcomes: Mapping[str, Sequence[bool]],
+    *,
+    harness: str = HARNESS,
+    statuses: Mapping[tuple[str, int], str] | None = None,
+) -> pd.DataFrame:
+    """A rollout table: outcomes[task][sample] is whether that episode passed; `statuses`
+    overrides the status of chosen (task, sample) episodes (default "ok")."""
+    statuses = statuses or {}
+    rows = [
+        {
+            "task_id": task, "sample": sample, "seed": sample, "harness": harness,
+            "completion": "", "completion_sha": "", "passed": passed, "public_passed": None,
+            "status": statuses.get((task, sample), "ok"), "error": "", "finish_reason": "stop",
+            "tokens_in": 0, "tokens_out": 0, "turns": 1, "agent_s": 0.0, "exec_s": 0.0,
+            "cost_usd": 0.0,
+        }
+        for task, episodes in outcomes.items()
+        for sample, passed in enumerate(episodes)
+    ]
+    return rollout_table(checkpoint, rows)
+
+
+def passing(n_tasks: int, passes: range, episodes: int = 1) -> dict[str, list[bool]]:
+    """Tasks t000… of which those indexed by `passes` pass every episode and the rest fail."""
+    return {f"t{i:03d}": [i in passes] * episodes for i in range(n_tasks)}
+
+
+def full_markdown(report: dict) -> str:
+    return render_markdown(report_document(report, figures=()))
+
+
+def fixed_ten_of_200(episodes: int = 1) -> dict:
+    """200 tasks: the base passes 80, the candidate the same 80 and 10 more, breaking none."""
+    return build_report(
+        rollouts("base", passing(200, range(80), episodes)),
+        rollouts("fixed", passing(200, range(90), episodes)),
+    )
+
+
+@pytest.mark.parametrize("episodes", [1, 3])
+def test_fixing_ten_tasks_of_200_and_breaking_none_is_better(episodes: int):
+    report = fixed_ten_of_200(episodes)
+    headline = report["headline"]
+    assert headline["pass_at_1"]["base"]["estimate"] == pytest.approx(0.40)
+    assert headline["pass_at_1"]["candidate"]["estimate"] == pytest.approx(0.45)
+    assert headline["difference"]["estimate"] == pytest.approx(0.05)
+    # Ten differences of 1 among 200: sd = sqrt((10·0.95² + 190·0.05²)/199) = 0.2185, over
+    # sqrt(200) tasks: 0.01545, whatever the episodes per task (the unit is the task).
+    assert headline["difference"]["standard_error"] == pytest.approx(0.01545, abs=5e-5)
+    assert 0 < headline["difference"]["low"] < 0.05 < headline["difference"]["high"]
+    mcnemar = headline["mcnemar"]
+    assert (mcnemar["b"], mcnemar["c"], mcnemar["n_discordant"]) == (0, 10, 10)
+    assert mcnemar["pvalue"] == pytest.approx(2 * 0.5**10, rel=1e-12)
+    assert mcnemar["midp"] == pytest.approx(0.5**10, rel=1e-12)
+    assert headline["verdict"] == BETTER and "excludes 0" in headline["reason"]
+    assert report["metrics"]["mcnemar_p"] == pytest.approx(2 * 0.5**10, rel=1e-5)
+    assert report["metrics"]["verdict"] == 1
+    flips = report["flips"]
+    assert flips["improved"] == [f"t{i:03d}" for i in range(80, 90)]
+    assert (flips["regressed"], flips["both_pass"], flips["both_fail"]) == ([], 80, 110)
+    assert report["power"]["underpowered"] is False
+    assert [point["k"] for point in report["pass_at_k"]["base"]] == ([1] if episodes == 1
+                                                                     else [1, 2, 3])
+
+
+def test_breaking_ten_tasks_is_worse():
+    report = build_report(rollouts("fixed", passing(200, range(90))),
+                          rollouts("broken", passing(200, range(80))))
+    headline = report["headline"]
+    assert (headline["mcnemar"]["b"], headline["mcnemar"]["c"]) == (10, 0)
+    assert headline["difference"]["high"] < 0 and headline["verdict"] == WORSE
+    assert report["flips"]["regressed"] == [f"t{i:03d}" for i in range(80, 90)]
+    assert report["metrics"]["verdict"] == -1
+
+
+def test_no_discordant_pairs_gives_p_1_and_no_difference_detected():
+    # Sample 0 agrees on every task; sample 1 differs both ways, so the rates differ a little.
+    base = {"t0": [True, True], "t1": [True, False], "t2": [False, False], "t3": [False, True],
+            "t4": [True, True], "t5": [False, False]}
+    candidate = {"t0": [True, True], "t1": [True, True], "t2": [False, False],
+                 "t3": [False, False], "t4": [True, False], "t5": [False, False]}
+    report = build_report(rollouts("base", base), rollouts("cand", candidate))
+    headline = report["headline"]
+    assert (headline["mcnemar"]["b"], headline["mcnemar"]["c"]) == (0, 0)
+    assert headline["mcnemar"]["pvalue"] == 1.0 and headline["mcnemar"]["midp"] == 1.0
+    assert headline["verdict"] == NO_DIFFERENCE and "includes 0" in headline["reason"]
+    assert report["power"]["underpowered"] is True
+    assert any("only 0 task(s) disagree" in text for text in report["power"]["warnings"])
+
+
+def test_every_task_passing_in_both_arms_reports_the_exact_bound_and_says_so():
+    report = build_report(rollouts("base", passing(20, range(20), 2)),
+                          rollouts("cand", passing(20, range(20), 2)))
+    headline = report["headline"]
+    # Clopper-Pearson for 20 of 20: [0.025^(1/20), 1] = [0.8316, 1]; the difference's bound is
+    # ±(1 − 0.025^(1/20)) = ±0.1684, since no task differing in 20 bounds the share that could.
+    exact_low = 0.025 ** (1 / 20)
+    for role in ("base", "candidate"):
+        interval = headline["pass_at_1"][role]
+        assert interval["method"] == "clopper-pearson"
+        assert (interval["low"], interval["high"]) == pytest.approx((exact_low, 1.0))
+    difference = headline["difference"]
+    assert difference["method"] == "clopper-pearson"
+    assert (difference["low"], difference["high"]) == pytest.approx(
+        (-(1 - exact_low), 1 - exact_low))
+    assert headline["verdict"] == NO_DIFFERENCE
+    text = headline_markdown(report)
+    assert "exact Clopper-Pearson bound" in text and "zero-width" in text
+    assert report["power"]["mde"] is None
+
+
+def test_different_task_sets_are_compared_on_their_intersection_and_say_what_was_dropped():
+    shared = passing(5, range(3))
+    base = rollouts("base", {**shared, "only-base-1": [True], "only-base-2": [False]})
+    candidate = rollouts("cand", {**shared, "only-cand": [True]})
+    report = build_report(base, candidate)
+    tasks = report["tasks"]
+    assert tasks["compared"] == 5 and tasks["in_file"] == {"base": 7, "candidate": 6}
+    assert tasks["dropped"]["base"] == {"count": 2, "ids": ["only-base-1", "only-base-2"],
+                                        "reason": "not in cand's rollouts"}
+    assert tasks["dropped"]["candidate"]["ids"] == ["only-cand"]
+    assert report["metrics"]["base_dropped_tasks"] == 2
+    assert "dropped 2 task(s) only in base and 1 task(s) only in cand" in headline_markdown(report)
+
+
+def test_rollouts_without_a_common_task_are_refused():
+    with pytest.raises(ReportInputError, match="share no task id"):
+        build_report(rollouts("base", {"a": [True]}), rollouts("cand", {"b": [True]}))
+
+
+def test_a_harness_mismatch_is_refused_unless_allowed_and_then_headlined():
+    base = rollouts("base", passing(10, range(5)))
+    candidate = rollouts("cand", passing(10, range(6)), harness=OTHER_HARNESS)
+    with pytest.raises(IncomparableRolloutsError) as refused:
+        build_report(base, candidate)
+    assert "aaaaaaaaaaaa" in str(refused.value) and "bbbbbbbbbbbb" in str(refused.value)
+    assert "--allow-harness-mismatch" in str(refused.value)
+
+    report = build_report(base, candidate, allow_harness_mismatch=True)
+    assert report["harness"]["match"] is False
+    assert report["headline"]["warnings"][0].startswith("HARNESS MISMATCH")
+    assert "HARNESS MISMATCH: base ran under harness aaaaaaaaaaaa" in headline_markdown(report)
+
+
+def test_errored_episodes_are_failures_counted_separately():
+    base = {f"t{i}": [True, True] for i in range(10)}
+    # Three errored episodes, one of them claiming to have passed: an error is a failure anyway.
+    errored = {("t0", 0): "error", ("t1", 1): "error", ("t2", 0): "error"}
+    base_table = rollouts("base", base, statuses=errored)
+    base_table.loc[(base_table["task_id"] == "t2") & (base_table["sample"] == 0), "passed"] = False
+    report = build_report(base_table, rollouts("cand", base))
+    beneath = report["beneath"]
+    assert (beneath["base"]["errors"], beneath["base"]["episodes"]) == (3, 20)
+    assert beneath["base"]["error_rate"] == pytest.approx(0.15)
+    assert beneath["candidate"]["errors"] == 0
+    assert report["headline"]["pass_at_1"]["base"]["estimate"] == pytest.approx(17 / 20)
+    # Sample 0 errored on t0 and t2, so the exact test sees two tasks the candidate fixed.
+    assert (report["headline"]["mcnemar"]["b"], report["headline"]["mcnemar"]["c"]) == (0, 2)
+    assert report["metrics"]["base_error_rate"] == pytest.approx(0.15)
+    assert "Errored episodes count as failures: base 3 (15.0% of episodes)" in \
+        headline_markdown(report)
+
+
+def test_a_noise_floor_wider_than_the_effect_holds_the_verdict_back():
+    base, candidate = rollouts("base", passing(200, range(80))), rollouts(
+        "fixed", passing(200, range(90)))
+    # Reruns 0.40, 0.45, 0.50: sd 0.05, t(2) = 4.303, floor 4.303·0.05·√2 = 0.304.
+    report = build_report(base, candidate, rerun_scores=[0.40, 0.45, 0.50])
+    headline = report["headline"]
+    assert headline["noise_floor"]["floor"] == pytest.approx(4.3027 * 0.05 * math.sqrt(2),
+                                                             rel=1e-4)
+    assert headline["difference"]["low"] > 0
+    assert headline["verdict"] == NO_DIFFERENCE and "noise floor" in headline["reason"]
+    assert "noise floor of 30.4 points (from 3 reruns)" in headline["rule"]
+
+
+def test_pass_at_k_curves_that_cross_say_where():
+    # Base: every task 3 of 10; candidate: half the tasks 10 of 10, half 0 of 10.
+    # pass@1 0.3 vs 0.5, pass@2 1 − C(7,2)/C(10,2) = 0.533 vs 0.5: the curves cross between
+    # k = 1 and k = 2. pass^k: 0.3, 3/45, … vs 0.5 at every k: no crossing.
+    base = {f"t{i}": [j < 3 for j in range(10)] for i in range(20)}
+    candidate = {f"t{i}": [i < 10] * 10 for i in range(20)}
+    report = build_report(rollouts("base", base), rollouts("cand", candidate))
+    at_k = report["pass_at_k"]
+    assert [p["k"] for p in at_k["base"]] == [1, 2, 4, 8, 10]
+    assert at_k["base"][1]["estimate"] == pytest.approx(1 - 21 / 45)
+    assert at_k["crossings"] == [
+        {"after_k": 1, "by_k": 2, "leader_before": "cand", "leader_after": "base"}]
+    assert report["pass_hat_k"]["base"][1]["estimate"] == pytest.approx(3 / 45)
+    assert report["pass_hat_k"]["crossings"] == []
+    text = full_markdown(report)
+    assert "The pass@k curves cross: cand leads up to k = 1, base from k = 2." in text
+    assert "The pass^k curves do not cross: cand is ahead or level at every k." in text
+    assert report["metrics"]["base_pass_at_2"] == pytest.approx(1 - 21 / 45, abs=1e-6)
+
+
+def test_a_control_truncated_at_more_than_twice_the_others_rate_is_flagged():
+    outcomes = passing(10, range(5), 2)
+    truncated = {(f"t{i:03d}", 0): "truncated" for i in range(6)}  # 6 of 20 episodes
+    report = build_report(rollouts("base", outcomes, statuses=truncated),
+                          rollouts("cand", outcomes, statuses={("t000", 0): "truncated"}))
+    flags = report["beneath"]["flags"]
+    assert len(flags) == 1 and flags[0].startswith("base was truncated in 30.0% of episodes")
+    assert "cand's 5.0%" in flags[0]
+
+
+def test_groups_break_the_comparison_down_when_a_group_holds_several_tasks():
+    base, candidate = rollouts("base", passing(6, range(2))), rollouts("cand",
+                                                                       passing(6, range(4)))
+    groups = {"t000": "g1", "t001": "g1", "t002": "g1", "t003": "g2", "t004": "g2"}  # t005 alone
+    report = build_report(base, candidate, groups=groups)
+    breakdown = {row["group"]: row for row in report["beneath"]["groups"]}
+    assert set(breakdown) == {"g1", "g2", "t005"}
+    assert breakdown["g1"]["tasks"] == 3 and breakdown["g1"]["improved"] == 1
+    assert breakdown["g1"]["difference"] == pytest.approx(1 / 3)
+    assert {row["task_id"]: row["group"] for row in report["flips"]["tasks"]}["t005"] == "t005"
+    one_task_each = build_report(base, candidate, groups={f"t{i:03d}": str(i) for i in range(6)})
+    assert one_task_each["beneath"]["groups"] is None
+
+
+def test_rollouts_the_report_cannot_read_are_refused_naming_the_problem():
+    good = rollouts("base", passing(3, range(1), 2))
+    with pytest.raises(ReportInputError, match="missing column"):
+        build_report(good.drop(columns="status"), good)
+    with pytest.raises(ReportInputError, match="more than once"):
+        build_report(pd.concat([good, good.iloc[:1]]), good)
+    with pytest.raises(ReportInputError, match="no episode with sample index 5"):
+        build_report(good, good, sample=5)
+
+
+PROTOCOL = {
+    "tasks": {"source": "humaneval", "digest": "d" * 64, "count": 200},
+    "split": {"salt": "heldout-2026", "fractions": {"train": 0.3, "val": 0.35, "test": 0.35},
+              "test_version": "t-76ecd8e55597"},
+    "harness": {"fingerprint": HARNESS, "temperature": 0.8, "n": 1,
+                "sandbox": {"image": "heldout-python:3.11", "network": "none"}},
+    "selection": {"rule": "best val pass@1", "metric": "pass@1", "chosen": "fixed",
+                  "table": [{"checkpoint": "base", "value": 0.41, "low": 0.3, "high": 0.5},
+                            {"checkpoint": "fixed", "value": 0.47, "low": 0.37, "high": 0.57}],
+                  "note": "fixed leads base by +0.060 on val"},
+    "test_access": {"opened": 1, "models_evaluated": 1},
+}
+
+
+def test_the_written_report_is_self_contained_and_carries_the_protocol_card(tmp_path: Path):
+    report = build_report(rollouts("base", passing(40, range(10))),
+                          rollouts("fixed", passing(40, range(20))), protocol=PROTOCOL)
+    written = write_report(report, tmp_path / "out")
+    names = sorted(str(p.relative_to(tmp_path / "out")) for p in written)
+    assert names == ["figures/forest.png", "figures/pass_k.png", "figures/val_selection.png",
+                     "report.html", "report.json", "report.md"]
+    assert json.loads((tmp_path / "out/report.json").read_text()) == report
+    markdown = (tmp_path / "out/report.md").read_text()
+    for shown in ("## Protocol card", "heldout-2026", "| sandbox.network | none |",
+                  "test set t-76ecd8e55597", "| fixed | 47.0% | [37.0%, 57.0%] | ◀ chosen |",
+                  "figures/val_selection.png"):
+        assert shown in markdown
+    html = (tmp_path / "out/report.html").read_text()
+    assert html.count("data:image/png;base64,") == 3
+    assert "http://" not in html and "https://" not in html and "<script" not in html
+    assert all(isinstance(v, int | float) for v in report["metrics"].values())
+
+
+def test_a_protocol_harness_other_than_the_rollouts_is_a_headline_warning():
+    protocol = {"harness": {"fingerprint": OTHER_HARNESS}}
+    report = build_report(rollouts("base", passing(5, range(2))),
+                          rollouts("cand", passing(5, range(3))), protocol=protocol)
+    assert report["headline"]["warnings"] == [
+        "The protocol's harness is bbbbbbbbbbbb, but the rollouts were produced under "
+        "aaaaaaaaaaaa."]
+
+
+def artifact_dir(tmp_path_factory: pytest.TempPathFactory, test_name: str) -> Path:
+    """Where a test keeps what a person should look at: $HELDOUT_TEST_ARTIFACTS (CI collects
+    it) or a folder beside pytest's temporary directories."""
+    root = os.environ.get("HELDOUT_TEST_ARTIFACTS")
+    base = Path(root) if root else tmp_path_factory.getbasetemp() / "artifacts"
+    folder = base / test_name
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def test_the_html_report_renders_its_headline_in_headless_chromium(
+    tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture
+):
+    folder = artifact_dir(tmp_path_factory, "report_html_in_chromium")
+    write_report(fixed_ten_of_200(), folder)
+    page = render((folder / "report.html").as_uri(), screenshot=folder / "screenshot.png",
+                  window=(1280, 1400))
+    # The hand-computed headline: 40% and 45% pass@1, +5 points, McNemar 0 and 10, 2·0.5^10.
+    for number in ("40.0%", "45.0%", "+5.0 points", "b = 0", "c = 10", "p = 0.00195",
+                   "Verdict: better"):
+        assert number in page.dom
+    assert page.dom.count('src="data:image/png;base64,') == 2
+    assert (folder / "screenshot.png").stat().st_size > 10_000
+    with capsys.disabled():
+        print(f"\nscreenshot of the rendered report: {folder / 'screenshot.png'}")
