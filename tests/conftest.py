@@ -63,3 +63,30 @@ def copy_project(destination: Path) -> Path:
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     return copy_project(tmp_path)
+
+
+TWO_DEMOS = {"base": {"agent": "demo", "skill": -0.5}, "late": {"agent": "demo", "skill": 1.5}}
+
+
+def configure_small_project(
+    project: Path, *, tasks: int = 40, n: int = 2, checkpoints: dict = TWO_DEMOS,
+    **sections: dict,
+) -> Path:
+    """Cut the project down to the first `tasks` HumanEval tasks, n episodes per task and the
+    given checkpoints (the first is the base), so a whole pipeline runs in seconds. Keyword
+    arguments update params sections, e.g. rollouts={"concurrency": 1}."""
+    import yaml
+
+    from heldout.tasks import load_tasks
+
+    write_jsonl(project / "tasks" / "small.jsonl",
+                [t.to_record() for t in load_tasks("humaneval")[:tasks]])
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    params["tasks"]["source"] = "tasks/small.jsonl"
+    params["harness"]["n"] = n
+    params["checkpoints"] = checkpoints
+    params["base"] = next(iter(checkpoints))
+    for name, values in sections.items():
+        params[name].update(values)
+    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    return project

@@ -16,23 +16,10 @@ import yaml
 from heldout.audit import audit
 from heldout.ledger import append, read_ledger, verify_chain
 from heldout.lock import LEDGER, SEALED_TEST, TestSetAccessError, sealing
-from heldout.tasks import load_tasks
 from heldout.tracking import TrackingConfig, runs_touching_test_split
 from stages import rollouts, score, select, split
 from stages import test as test_stage
-from tests.conftest import copy_project, write_jsonl
-
-
-def configure(project: Path) -> None:
-    write_jsonl(project / "tasks" / "small.jsonl",
-                [t.to_record() for t in load_tasks("humaneval")[:40]])
-    params = yaml.safe_load((project / "params.yaml").read_text())
-    params["tasks"]["source"] = "tasks/small.jsonl"
-    params["harness"]["n"] = 2
-    params["checkpoints"] = {"base": {"agent": "demo", "skill": -0.5},
-                             "late": {"agent": "demo", "skill": 1.5}}
-    params["base"] = "base"
-    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+from tests.conftest import configure_small_project, copy_project
 
 
 def set_params(project: Path, section: str, **values) -> None:
@@ -45,7 +32,7 @@ def set_params(project: Path, section: str, **values) -> None:
 def selected(tmp_path_factory) -> Path:
     """A project run through select, built once; each test gets its own copy."""
     project = copy_project(tmp_path_factory.mktemp("selected") / "project")
-    configure(project)
+    configure_small_project(project)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{project / 'own.db'}")
         split.run(project)

@@ -15,13 +15,11 @@ from pathlib import Path
 
 import mlflow
 import pytest
-import yaml
 
-from heldout.tasks import load_tasks
 from stages import rollouts, score, select, split
 from stages import test as test_stage
 from tests.browser import find_chromium, render
-from tests.conftest import write_jsonl
+from tests.conftest import configure_small_project
 
 README_FILTER = 'tags.heldout.test_access = "true"'
 
@@ -67,14 +65,7 @@ def test_the_test_access_run_is_found_with_the_readme_filter(project: Path, monk
                                                             mlflow_server: str, tmp_path: Path):
     find_chromium()
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{project / 'own.db'}")
-    write_jsonl(project / "tasks" / "small.jsonl",
-                [t.to_record() for t in load_tasks("humaneval")[:30]])
-    params = yaml.safe_load((project / "params.yaml").read_text())
-    params["tasks"]["source"] = "tasks/small.jsonl"
-    params["harness"]["n"] = 1
-    params["checkpoints"] = {"base": {"agent": "demo", "skill": -0.5},
-                             "late": {"agent": "demo", "skill": 1.5}}
-    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    configure_small_project(project, tasks=30, n=1)
     split.run(project)
     for name in ("base", "late"):
         rollouts.run(name, project)

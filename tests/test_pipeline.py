@@ -14,8 +14,7 @@ import mlflow
 import pytest
 import yaml
 
-from heldout.tasks import load_tasks
-from tests.conftest import write_jsonl
+from tests.conftest import configure_small_project
 
 VENV_BIN = str(Path(sys.executable).parent)
 
@@ -43,14 +42,7 @@ def fresh_env(tmp_path: Path) -> dict[str, str]:
 
 
 def cut_down(project: Path, checkpoints: dict) -> None:
-    write_jsonl(project / "tasks" / "small.jsonl",
-                [t.to_record() for t in load_tasks("humaneval")[:30]])
-    params = yaml.safe_load((project / "params.yaml").read_text())
-    params["tasks"]["source"] = "tasks/small.jsonl"
-    params["harness"]["n"] = 2
-    params["checkpoints"] = checkpoints
-    params["base"] = "base"
-    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    configure_small_project(project, tasks=30, n=2, checkpoints=checkpoints)
 
 
 def stages_run(output: str) -> set[str]:

