@@ -87,6 +87,16 @@ def test_dvc_repro_runs_the_pipeline_then_only_what_changed(project: Path, fresh
     ledger = [json.loads(line) for line in
               (project / "ledger/test_access.jsonl").read_text().splitlines()]
     assert [e["outcome"] for e in ledger] == ["opened", "closed", "refused", "opened", "closed"]
+
+    # Forcing the test stage again is the same key: the access resumes, nothing is counted twice.
+    forced = run(["dvc", "repro", "--force", "--single-item", "test"], project, fresh_env)
+    assert forced.returncode == 0, forced.stdout + forced.stderr
+    ledger = [json.loads(line) for line in
+              (project / "ledger/test_access.jsonl").read_text().splitlines()]
+    assert [e["outcome"] for e in ledger][-2:] == ["resumed", "closed"]
+    assert [e["outcome"] for e in ledger].count("opened") == 2
+    assert json.loads((project / "data/test/access.json").read_text())[
+        "accesses_of_this_test_version"] == 2
     assert run(["heldout", "audit"], project, fresh_env).returncode == 0
 
     client = mlflow.MlflowClient(f"sqlite:///{project / 'mlflow.db'}")
@@ -99,8 +109,9 @@ def test_dvc_repro_runs_the_pipeline_then_only_what_changed(project: Path, fresh
                                       "tags.`heldout.stage` = 'rollouts'")
     assert sorted(r.data.tags["heldout.checkpoint"] for r in rollout_runs) == [
         "base", "step_10", "step_20"]
+    # Three runs read the test split: the first access, the reaccess and its forced resume.
     test_runs = client.search_runs([experiment.experiment_id], "datasets.context = 'test'")
-    assert len(test_runs) == 2 and {r.data.tags["heldout.test_access"] for r in test_runs} == {
+    assert len(test_runs) == 3 and {r.data.tags["heldout.test_access"] for r in test_runs} == {
         "true"}
     assert len({r.data.tags["heldout.harness"] for r in rollout_runs}) == 1
 
