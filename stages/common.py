@@ -119,3 +119,16 @@ def log_split_input(
         index, name=f"{name}-{digest[:12]}", digest=digest, context=name,
         source=root / (SEALED_TEST if name == "test" else split_file(name)),
     )
+
+
+EXCLUDED = Path("data/decontam/excluded.json")
+
+
+def eval_view(root: Path, split: str, tasks: list[Task]) -> list[Task]:
+    """The eval tasks later stages score: the split less what decontamination excluded
+    (policy drop). Without a decontaminate stage, the whole split."""
+    path = root / EXCLUDED
+    if not path.is_file():
+        return tasks
+    excluded = set(json.loads(path.read_text(encoding="utf-8")).get(split, []))
+    return [t for t in tasks if t.id not in excluded]

@@ -23,6 +23,7 @@ from heldout.rollout import (
 )
 from heldout.tasks import Task, load_tasks
 from stages.common import (
+    eval_view,
     log_split_input,
     project_root,
     protocol_tags,
@@ -105,7 +106,7 @@ def run(checkpoint: str, root: Path | None = None) -> dict[str, Any]:
             | {"checkpoint": checkpoint, "harness": harness.fingerprint(),
                "agent": settings.get("agent")}
         )
-        tasks = load_tasks(root / split_file("val"))
+        tasks = eval_view(root, "val", load_tasks(root / split_file("val")))
         started = time.perf_counter()
         rows, progress = roll_out(root, checkpoint, settings, tasks, harness, config)
         table = rollout_table(checkpoint, rows)

@@ -24,6 +24,7 @@ from heldout.scores import (
 )
 from heldout.tasks import load_tasks
 from stages.common import (
+    eval_view,
     log_split_input,
     project_root,
     protocol_tags,
@@ -56,7 +57,7 @@ def read_rollouts(root: Path, checkpoints: list[str]) -> dict[str, pd.DataFrame]
 def run_canaries(root: Path, params: dict[str, Any], harness: Harness) -> dict[str, Any]:
     """Oracle and blind, one episode per val task, through the same harness and sandbox."""
     config = section(params, "rollouts", RolloutsConfig)
-    tasks = load_tasks(root / split_file("val"))
+    tasks = eval_view(root, "val", load_tasks(root / split_file("val")))
     single = harness.model_copy(update={"n": 1})
     counts = {}
     for name, settings in CANARIES.items():

@@ -26,6 +26,7 @@ from heldout.lock import (
 )
 from heldout.rollout import TIMING_COLUMNS, rollout_table
 from stages.common import (
+    eval_view,
     git_commit,
     log_split_input,
     project_root,
@@ -103,7 +104,7 @@ def run(root: Path | None = None) -> dict[str, Any]:
         lock = TestLock(root, key, manifest, selection_digest=selection["val_scores_digest"],
                         git_commit=commit, reason=reason, mlflow_run_id=mlflow_run.run_id)
         with lock:
-            tasks = lock.read_tasks()
+            tasks = eval_view(root, "test", lock.read_tasks())
             log_split_input(mlflow_run, root, manifest, "test", tasks)
             tables = {}
             for arm, name in names.items():

@@ -58,8 +58,8 @@ def test_dvc_repro_runs_the_pipeline_then_only_what_changed(project: Path, fresh
 
     first = run(["dvc", "repro"], project, fresh_env)
     assert first.returncode == 0, first.stdout + first.stderr
-    assert stages_run(first.stdout) == {"split", "rollouts@base", "rollouts@step_10", "score",
-                                        "select", "test", "report"}
+    assert stages_run(first.stdout) == {"split", "decontaminate", "rollouts@base",
+                                        "rollouts@step_10", "score", "select", "test", "report"}
     scores = json.loads((project / "data/scores/val.json").read_text())
     assert set(scores["checkpoints"]) == {"base", "step_10"}
     assert "Verdict:" in (project / "reports/report.md").read_text()
