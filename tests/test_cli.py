@@ -7,7 +7,7 @@ from pathlib import Path
 
 def heldout(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "heldout", *args], cwd=cwd, capture_output=True, text=True
+        [sys.executable, "-m", "flows.cli", *args], cwd=cwd, capture_output=True, text=True
     )
 
 
@@ -16,7 +16,7 @@ def test_help_lists_the_commands_without_importing_prefect_or_mlflow():
     assert done.returncode == 0 and "stage" in done.stdout and "tasks" in done.stdout
     probe = subprocess.run(
         [sys.executable, "-c",
-         "import sys; from heldout.cli import app; "
+         "import sys; from flows.cli import app; "
          "print(sorted(m for m in ('prefect', 'mlflow', 'dvc', 'pandas') if m in sys.modules))"],
         capture_output=True, text=True,
     )

@@ -1,4 +1,5 @@
-"""The `heldout` command. Errors a user can cause print as one message and exit 2.
+"""The `heldout` command: the outermost layer, above flows, stages and the core. Errors a
+user can cause print as one message and exit 2.
 
 Imports stay inside the commands: `heldout --help` must not pay for prefect or mlflow.
 """
@@ -26,13 +27,15 @@ app = typer.Typer(
 tasks_app = typer.Typer(help="Inspect and validate task files.", no_args_is_help=True)
 app.add_typer(tasks_app, name="tasks")
 stderr = Console(stderr=True)
+NOT_STAGES = {"cli"}
 stdout = Console()
 
 
 def available_stages() -> list[str]:
     import flows
 
-    return sorted(module.name for module in pkgutil.iter_modules(flows.__path__))
+    modules = (module.name for module in pkgutil.iter_modules(flows.__path__))
+    return sorted(name for name in modules if name not in NOT_STAGES)
 
 
 @app.command()
@@ -169,3 +172,7 @@ def main() -> None:
     except HeldoutError as error:
         stderr.print(f"[bold red]error:[/] {error}", highlight=False, soft_wrap=True)
         sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

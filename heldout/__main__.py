@@ -1,3 +1,0 @@
-from heldout.cli import main
-
-main()
