@@ -20,10 +20,11 @@ export NO_PROXY := 127.0.0.1,localhost$(if $(NO_PROXY),$(comma)$(NO_PROXY))
 export UV_COMPILE_BYTECODE := 1
 export PATH := $(BIN):$(PATH)
 
-.PHONY: repro test lint lock venv ui clean
+.PHONY: repro test lint lock venv ui prefect-server serve clean
 
+# `dvc repro` as the pipeline flow: one Prefect API server for every stage (heldout pipeline).
 repro: $(VENV)/.installed
-	dvc repro
+	heldout pipeline
 
 # As root, the docker backend's tests run against a Podman engine started here (CI starts it in
 # .ci/run and exports DOCKER_HOST, so this starts nothing there); elsewhere they skip, saying why.
@@ -36,6 +37,15 @@ test: $(VENV)/.installed
 ui: $(VENV)/.installed
 	MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false mlflow ui --backend-store-uri $(MLFLOW_TRACKING_URI) \
 		--host 127.0.0.1 --port 5000 --workers 1
+
+# Prefect's UI and API over this project's flow runs, on loopback: http://127.0.0.1:4200. It
+# reads .prefect/, where every pipeline and stage run is kept, so earlier runs show too.
+prefect-server: $(VENV)/.installed
+	prefect server start --host 127.0.0.1 --port 4200
+
+# The nightly deployment (params.orchestration.nightly_cron), served against that server.
+serve: $(VENV)/.installed
+	PREFECT_API_URL=$${PREFECT_API_URL:-http://127.0.0.1:4200/api} heldout serve
 
 lint: $(VENV)/.installed
 	ruff check heldout stages flows tests benchmarks

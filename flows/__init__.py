@@ -6,6 +6,9 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
+# The pipeline flow run's id, which the stage processes it starts tag their flow runs with.
+PIPELINE_RUN_ENV = "HELDOUT_PIPELINE_RUN"
+
 
 def stage_flow(stage: ModuleType, **options: Any) -> Any:
     """The stage module's `run` as a Prefect flow named after the stage."""

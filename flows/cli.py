@@ -7,6 +7,7 @@ Imports stay inside the commands: `heldout --help` must not pay for prefect or m
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
 import sys
 from pathlib import Path
@@ -27,15 +28,18 @@ app = typer.Typer(
 tasks_app = typer.Typer(help="Inspect and validate task files.", no_args_is_help=True)
 app.add_typer(tasks_app, name="tasks")
 stderr = Console(stderr=True)
-NOT_STAGES = {"cli"}
 stdout = Console()
 
 
 def available_stages() -> list[str]:
+    """A stage is a module of `stages/` with a flow module of the same name in `flows/`."""
     import flows
+    import stages
 
-    modules = (module.name for module in pkgutil.iter_modules(flows.__path__))
-    return sorted(name for name in modules if name not in NOT_STAGES)
+    def modules(package: object) -> set[str]:
+        return {module.name for module in pkgutil.iter_modules(package.__path__)}
+
+    return sorted(modules(flows) & modules(stages))
 
 
 @app.command()
@@ -55,10 +59,57 @@ def stage(
         )
     module = importlib.import_module(f"flows.{name}")
     flow = getattr(module, f"{name}_flow")
-    if checkpoint is None:
-        flow()
-    else:
-        flow(checkpoint=checkpoint)
+    from prefect import tags
+
+    from flows import PIPELINE_RUN_ENV
+
+    pipeline_run = os.environ.get(PIPELINE_RUN_ENV)
+    with tags(*([f"pipeline:{pipeline_run}"] if pipeline_run else [])):
+        if checkpoint is None:
+            flow()
+        else:
+            flow(checkpoint=checkpoint)
+
+
+@app.command()
+def pipeline(
+    targets: Annotated[
+        list[str] | None, typer.Argument(help="Stages to bring up to date (default: all).")
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Run the stages even if DVC finds them up to date.")
+    ] = False,
+) -> None:
+    """`dvc repro` as one Prefect flow: DVC decides what is stale; every stage reports to one
+    Prefect API (PREFECT_API_URL, else a private server for this run); MLflow gets a summary."""
+    from heldout.environment import apply_defaults, find_project_root
+
+    root = find_project_root()
+    apply_defaults(root)
+    from flows.pipeline import pipeline_flow
+    from flows.server import prefect_api
+
+    with prefect_api():
+        summary = pipeline_flow(targets=targets or None, force=force, root=str(root))
+    counts = summary["counts"]
+    stdout.print(
+        f"pipeline: {counts['ran']} stages ran, {counts['up_to_date']} up to date, in "
+        f"{summary['wall_s']:.1f} s; dvc.lock {str(summary['dvc_lock_sha256'])[:12]}",
+        highlight=False,
+    )
+
+
+@app.command()
+def serve() -> None:
+    """Serve the nightly deployment of the pipeline flow (cron: params.orchestration) until
+    stopped. Needs a Prefect server: PREFECT_API_URL."""
+    from heldout.environment import apply_defaults, find_project_root
+
+    root = find_project_root()
+    apply_defaults(root)
+    from flows.deploy import serve_nightly
+
+    serve_nightly(root)
 
 
 @tasks_app.command("validate")

@@ -1,8 +1,8 @@
 """A durable record of finished episodes, so a crashed rollout resumes where it stopped.
 
-It lives outside DVC's outputs (DVC deletes a stage's outputs before running it). Each episode
-is committed as it finishes: after a kill -9 the store holds every episode that finished, and
-SQLite's journal guarantees it holds no half-written one.
+It lives outside DVC's outputs (DVC deletes a stage's outputs before running it). Episodes are
+committed as their chunk comes back (heldout.chunks): after a kill -9 the store holds every
+chunk that finished, and SQLite's journal guarantees it holds no half-written one.
 """
 
 from __future__ import annotations
@@ -44,11 +44,12 @@ class EpisodeCache:
                     found[key] = json.loads(row)
         return found
 
-    def put(self, key: str, row: dict[str, Any]) -> None:
-        with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO episodes (key, row) VALUES (?, ?)", (key, json.dumps(row))
-            )
+    def put_many(self, rows: list[tuple[str, dict[str, Any]]]) -> None:
+        """Commit (key, row) pairs in one transaction: all of them or, after a crash, none."""
+        with self._lock, self._db:
+            self._db.execute("BEGIN")
+            self._db.executemany("INSERT OR REPLACE INTO episodes (key, row) VALUES (?, ?)",
+                                 [(key, json.dumps(row)) for key, row in rows])
 
     def close(self) -> None:
         with self._lock:

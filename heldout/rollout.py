@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +15,7 @@ import pandas as pd
 
 from heldout.agents import Agent
 from heldout.canonical import sha256_hex
-from heldout.episode_cache import EpisodeCache, episode_key
+from heldout.episode_cache import episode_key
 from heldout.harness import Harness
 from heldout.sandbox import ExecResult, Sandbox
 from heldout.scoring import score
@@ -127,37 +126,6 @@ def _budgets(task: Task, harness: Harness) -> tuple[float, int]:
 def _describe(result: ExecResult) -> str:
     tail = (result.stderr_tail or result.stdout_tail or "").strip().splitlines()
     return f"{result.status}: {tail[-1] if tail else 'exit ' + str(result.exit_code)}"[:2000]
-
-
-def collect_rollouts(
-    episodes: list[Episode],
-    run_one: Callable[[Episode], dict],
-    cache: EpisodeCache,
-    key_of: Callable[[Episode], str],
-    concurrency: int,
-    on_done: Callable[[dict, bool], None] = lambda row, cached: None,
-) -> list[dict]:
-    """Every episode's row: from the cache when it finished before, else run (in parallel)
-    and committed to the cache the moment it finishes."""
-    keys = {id(e): key_of(e) for e in episodes}
-    cached = cache.get_many(list(keys.values()))
-    rows: list[dict] = []
-    pending = []
-    for episode in episodes:
-        if keys[id(episode)] in cached:
-            row = cached[keys[id(episode)]]
-            rows.append(row)
-            on_done(row, True)
-        else:
-            pending.append(episode)
-    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
-        futures = {pool.submit(run_one, episode): episode for episode in pending}
-        for future in as_completed(futures):
-            row = future.result()
-            cache.put(keys[id(futures[future])], row)
-            rows.append(row)
-            on_done(row, False)
-    return rows
 
 
 def rollout_table(checkpoint: str, rows: list[dict]) -> pd.DataFrame:

@@ -6,6 +6,7 @@ interval comes from resampling tasks (heldout.stats).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict
 from typing import Any
 
@@ -16,6 +17,7 @@ from heldout.errors import HeldoutError
 from heldout.stats import summarize_counts
 
 COUNT_COLUMNS = ("n", "c", "errors", "timeouts", "truncations", "refusals")
+KEY_COLUMNS = ["checkpoint", "task_id"]
 
 
 class IncomparableRolloutsError(HeldoutError):
@@ -35,8 +37,22 @@ def per_task_counts(rollouts: pd.DataFrame) -> pd.DataFrame:
         timeouts=(status == "timeout").astype(int), truncations=(status == "truncated").astype(int),
         refusals=(status == "refused").astype(int),
     )
-    grouped = table.groupby(["checkpoint", "task_id"], sort=False)[list(COUNT_COLUMNS)].sum()
-    return grouped.reset_index().sort_values(["checkpoint", "task_id"], ignore_index=True)
+    return _sum_per_task(table)
+
+
+def combine_counts(parts: Iterable[pd.DataFrame]) -> pd.DataFrame:
+    """What per_task_counts of the concatenated rollouts gives, from per_task_counts of each
+    part (a rollout file, say), so that all the episodes never have to be in memory at once.
+    Keys of parts read as categoricals come back as strings, the rollout files' type."""
+    table = pd.concat([part.astype(dict.fromkeys(KEY_COLUMNS, "string")) for part in parts],
+                      ignore_index=True)
+    return _sum_per_task(table)
+
+
+def _sum_per_task(table: pd.DataFrame) -> pd.DataFrame:
+    # observed=True: for categorical keys, only the (checkpoint, task) pairs that occur.
+    grouped = table.groupby(KEY_COLUMNS, sort=False, observed=True)[list(COUNT_COLUMNS)].sum()
+    return grouped.reset_index().sort_values(KEY_COLUMNS, ignore_index=True)
 
 
 def check_comparable(rollouts: dict[str, pd.DataFrame], harness_fingerprint: str) -> None:

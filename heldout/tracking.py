@@ -50,6 +50,11 @@ class StageRun:
 
         mlflow.log_metrics({key: float(value) for key, value in metrics.items()})
 
+    def log_dict(self, record: Mapping[str, Any], artifact_file: str) -> None:
+        import mlflow
+
+        mlflow.log_dict(dict(record), artifact_file)
+
     def log_artifact(self, path: Path, artifact_path: str | None = None) -> None:
         import mlflow
 

@@ -10,17 +10,18 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from heldout.agents import AgentContext, make_agent
 from heldout.canonical import content_digest
+from heldout.chunks import (
+    ChunkExecutor,
+    EpisodeWork,
+    close_idle_runners,
+    collect_rollouts,
+    in_threads,
+)
 from heldout.episode_cache import EpisodeCache
 from heldout.errors import ParamsError
 from heldout.files import staged_outputs
 from heldout.harness import Harness
-from heldout.rollout import (
-    collect_rollouts,
-    episode_key_for,
-    plan_episodes,
-    rollout_table,
-    run_episode,
-)
+from heldout.rollout import episode_key_for, plan_episodes, rollout_table
 from heldout.tasks import Task, load_tasks
 from stages.common import (
     eval_view,
@@ -43,7 +44,11 @@ class RolloutsConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    concurrency: int = Field(default=4, ge=1, description="episodes in flight at once")
+    concurrency: int = Field(default=4, ge=1, description="chunks in flight at once (threads)")
+    chunk_episodes: int = Field(
+        default=20, ge=1,
+        description="episodes per mapped task: the unit of scheduling and of resume",
+    )
     cache: str = Field(default=".heldout/episodes.sqlite", description="resume store")
 
 
@@ -70,30 +75,34 @@ def agent_context(harness: Harness, root: Path) -> AgentContext:
 
 def roll_out(
     root: Path, label: str, settings: dict[str, Any], tasks: list[Task], harness: Harness,
-    config: RolloutsConfig,
+    config: RolloutsConfig, execute: ChunkExecutor | None = None,
 ) -> tuple[list[dict], EpisodeProgress]:
-    """Every episode of one agent on these tasks, resumed from the cache where it can be."""
-    agent = make_agent(label, settings, agent_context(harness, root))
+    """Every episode of one agent on these tasks, resumed from the cache where it can be, the
+    rest run in chunks by `execute` (default: rollouts.concurrency threads of this process)."""
+    work = EpisodeWork(label, settings, agent_context(harness, root), harness)
+    make_agent(label, settings, work.context)  # bad settings fail here, before any chunk ships
     episodes = plan_episodes(tasks, harness)
-    sandbox = harness.sandbox.open()
     cache = EpisodeCache(root / config.cache)
     try:
         with EpisodeProgress(label, len(episodes)) as progress:
             rows = collect_rollouts(
+                work,
                 episodes,
-                lambda episode: run_episode(agent, sandbox, harness, episode),
+                execute or in_threads(config.concurrency),
                 cache,
                 episode_key_for(harness, content_digest(settings)),
-                config.concurrency,
+                config.chunk_episodes,
                 progress.advance,
             )
     finally:
         cache.close()
-        sandbox.close()
+        close_idle_runners()
     return rows, progress
 
 
-def run(checkpoint: str, root: Path | None = None) -> dict[str, Any]:
+def run(
+    checkpoint: str, root: Path | None = None, execute: ChunkExecutor | None = None
+) -> dict[str, Any]:
     root = project_root(root)
     params = read_params(root)
     harness = section(params, "harness", Harness)
@@ -108,7 +117,7 @@ def run(checkpoint: str, root: Path | None = None) -> dict[str, Any]:
         )
         tasks = eval_view(root, "val", load_tasks(root / split_file("val")))
         started = time.perf_counter()
-        rows, progress = roll_out(root, checkpoint, settings, tasks, harness, config)
+        rows, progress = roll_out(root, checkpoint, settings, tasks, harness, config, execute)
         table = rollout_table(checkpoint, rows)
         target = root / ROLLOUT_DIR / f"{checkpoint}.parquet"
         with staged_outputs() as outputs:

@@ -17,6 +17,7 @@ from heldout.scores import (
     CanaryError,
     canary_failures,
     check_comparable,
+    combine_counts,
     default_ks,
     describe_canary_failures,
     per_task_counts,
@@ -42,15 +43,22 @@ METRICS = Path("metrics/val.json")
 PASSK_CSV = Path("plots/val_passk.csv")
 PASSK_PNG = Path("plots/val_passk.png")
 CANARIES = {"oracle": {"agent": "oracle"}, "blind": {"agent": "blind"}}
+# What scoring reads of a rollout file. The completions and their hashes, most of its bytes,
+# are left on disk; the strings that repeat down the rows are read dictionary-encoded (as
+# categoricals), so a million episodes take a few MB instead of a few hundred.
+SCORED_COLUMNS = ["checkpoint", "task_id", "harness", "passed", "status"]
+REPEATED_STRINGS = ["checkpoint", "task_id", "harness", "status"]
 
 
 def read_rollouts(root: Path, checkpoints: list[str]) -> dict[str, pd.DataFrame]:
+    """Each checkpoint's episodes, the columns scoring needs only."""
     tables = {}
     for name in checkpoints:
         path = root / ROLLOUT_DIR / f"{name}.parquet"
         if not path.is_file():
             raise StageError(f"{path}: missing; run the rollouts of '{name}' first (dvc repro)")
-        tables[name] = pd.read_parquet(path)
+        tables[name] = pd.read_parquet(path, columns=SCORED_COLUMNS,
+                                       read_dictionary=REPEATED_STRINGS)
     return tables
 
 
@@ -87,7 +95,9 @@ def run(root: Path | None = None) -> dict[str, Any]:
 
         rollouts = read_rollouts(root, checkpoints)
         check_comparable(rollouts, harness.fingerprint())
-        counts = per_task_counts(pd.concat(rollouts.values(), ignore_index=True))
+        # Counted file by file: concatenated, categoricals of different files turn into
+        # Python strings, one per episode.
+        counts = combine_counts(per_task_counts(table) for table in rollouts.values())
         ks = default_ks(harness.n)
         summaries = {
             name: summarize_checkpoint(counts[counts["checkpoint"] == name], ks)

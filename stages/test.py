@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from heldout.canonical import content_digest
+from heldout.chunks import ChunkExecutor
 from heldout.files import staged_outputs
 from heldout.harness import Harness
 from heldout.ledger import read_ledger
@@ -80,7 +81,7 @@ def result_digest(tables: dict[str, Any]) -> str:
                            for arm, table in tables.items()})
 
 
-def run(root: Path | None = None) -> dict[str, Any]:
+def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[str, Any]:
     root = project_root(root)
     params = read_params(root)
     harness = section(params, "harness", Harness)
@@ -108,7 +109,8 @@ def run(root: Path | None = None) -> dict[str, Any]:
             log_split_input(mlflow_run, root, manifest, "test", tasks)
             tables = {}
             for arm, name in names.items():
-                rows, _ = roll_out(root, f"test:{name}", settings[arm], tasks, harness, config)
+                rows, _ = roll_out(root, f"test:{name}", settings[arm], tasks, harness, config,
+                                   execute)
                 tables[arm] = rollout_table(name, rows)
             digest = result_digest(tables)
             entries = read_ledger(root / LEDGER)

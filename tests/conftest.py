@@ -16,6 +16,7 @@ REPO = Path(__file__).resolve().parent.parent
 _STATE = Path(tempfile.mkdtemp(prefix="heldout-tests-"))
 os.environ["PREFECT_HOME"] = str(_STATE / "prefect")
 os.environ["MLFLOW_TRACKING_URI"] = f"sqlite:///{_STATE / 'mlflow.db'}"
+os.environ.pop("PREFECT_API_URL", None)  # a server a test needs, the test starts
 os.environ.update(
     {
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
@@ -63,6 +64,16 @@ def copy_project(destination: Path) -> Path:
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     return copy_project(tmp_path)
+
+
+@pytest.fixture(scope="session")
+def prefect_api_url():
+    """A Prefect API server on loopback for the session (the pipeline's own, flows.server):
+    flows in this process and in the processes they start report to it."""
+    from flows.server import prefect_api
+
+    with prefect_api() as url:
+        yield url
 
 
 TWO_DEMOS = {"base": {"agent": "demo", "skill": -0.5}, "late": {"agent": "demo", "skill": 1.5}}

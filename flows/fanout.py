@@ -1,0 +1,66 @@
+"""Episodes as mapped Prefect tasks, a chunk each, on the task runner params.orchestration names:
+threads of the stage's process, or the worker processes of a Dask cluster (prefect-dask).
+
+Only rows cross back from the task runner; the resume cache, the output files and every MLflow
+call stay on the flow's thread (MLflow's active run is per thread, NOTES.md).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from prefect import Flow, task, unmapped
+from prefect.cache_policies import NO_CACHE
+from prefect.futures import as_completed
+from prefect.task_runners import ThreadPoolTaskRunner
+
+from heldout.chunks import Chunk, EpisodeWork, run_chunk
+from heldout.environment import find_project_root
+from heldout.orchestration import OrchestrationConfig
+from stages.common import read_params, section
+from stages.rollouts import RolloutsConfig
+
+
+@task(name="episodes", task_run_name="{work.label}[{index}]", cache_policy=NO_CACHE)
+def episode_chunk(work: EpisodeWork, episodes: Chunk, index: int) -> list[dict]:
+    return run_chunk(work, episodes)
+
+
+def on_task_runner(work: EpisodeWork, chunks: list[Chunk]) -> Iterator[tuple[int, list[dict]]]:
+    """A `heldout.chunks.ChunkExecutor` over the running flow's task runner."""
+    futures = episode_chunk.map(unmapped(work), chunks, range(len(chunks)))
+    index = {id(future): i for i, future in enumerate(futures)}
+    for future in as_completed(futures):
+        yield index[id(future)], future.result()
+
+
+def task_runner(orchestration: OrchestrationConfig, threads: int) -> Any:
+    if orchestration.task_runner == "threads":
+        return ThreadPoolTaskRunner(max_workers=threads)
+    from prefect_dask import DaskTaskRunner
+
+    # A cluster's own chatter (workers registering, comms closing) is not the stage's news.
+    logging.getLogger("distributed").setLevel(logging.WARNING)
+    if orchestration.dask_address:
+        return DaskTaskRunner(address=orchestration.dask_address)
+    return DaskTaskRunner(
+        cluster_class="distributed.LocalCluster",
+        # One thread per worker process: a worker's sandbox already runs programs in parallel,
+        # and processes keep agents' Python code from sharing one GIL.
+        cluster_kwargs={"n_workers": orchestration.dask_workers, "threads_per_worker": 1,
+                        "processes": True, "host": "127.0.0.1", "dashboard_address": ":0"},
+    )
+
+
+def on_params_task_runner(stage_flow: Flow) -> Callable[..., Any]:
+    """The flow, run on the task runner the project's params name when it is called."""
+
+    def run(**parameters: Any) -> Any:
+        params = read_params(find_project_root())
+        runner = task_runner(section(params, "orchestration", OrchestrationConfig),
+                             section(params, "rollouts", RolloutsConfig).concurrency)
+        return stage_flow.with_options(task_runner=runner)(**parameters)
+
+    return run

@@ -1,0 +1,152 @@
+"""Episodes in chunks that can run anywhere: a thread of the stage's process or a worker process
+of a Dask cluster on another machine.
+
+A chunk travels with everything a worker needs to run it (`EpisodeWork`: the checkpoint's
+settings and the harness), and comes back as rows; the stage's own process commits them to the
+resume cache. A worker keeps the agent and sandbox it opened for later chunks of the same work,
+because opening a sandbox costs as much as running a dozen episodes.
+"""
+
+from __future__ import annotations
+
+import atexit
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from typing import Any
+
+from heldout.agents import Agent, AgentContext, make_agent
+from heldout.canonical import content_digest
+from heldout.episode_cache import EpisodeCache
+from heldout.harness import Harness
+from heldout.rollout import Episode, run_episode
+from heldout.sandbox import Sandbox
+
+
+@dataclass(frozen=True)
+class EpisodeWork:
+    """One checkpoint's episodes under one harness: what a chunk needs besides its episodes."""
+
+    label: str
+    settings: dict[str, Any]
+    context: AgentContext
+    harness: Harness
+
+    def digest(self) -> str:
+        return content_digest({"label": self.label, "settings": self.settings,
+                               "context": vars(self.context),
+                               "harness": self.harness.fingerprint()})
+
+
+Chunk = list[Episode]
+# Runs chunks of one work somewhere; yields (chunk index, rows in the chunk's order) as each
+# chunk finishes, in any order.
+ChunkExecutor = Callable[[EpisodeWork, list[Chunk]], Iterable[tuple[int, list[dict]]]]
+
+
+def chunked(episodes: list[Episode], size: int) -> list[Chunk]:
+    return [episodes[start:start + size] for start in range(0, len(episodes), size)]
+
+
+def run_chunk(work: EpisodeWork, episodes: Chunk) -> list[dict]:
+    """Every episode of the chunk as a row, in the chunk's order."""
+    runner = _RUNNERS.acquire(work)
+    try:
+        return [run_episode(runner.agent, runner.sandbox, work.harness, e) for e in episodes]
+    finally:
+        _RUNNERS.release(work)
+
+
+def collect_rollouts(
+    work: EpisodeWork,
+    episodes: list[Episode],
+    execute: ChunkExecutor,
+    cache: EpisodeCache,
+    key_of: Callable[[Episode], str],
+    chunk_size: int,
+    on_done: Callable[[dict, bool], None] = lambda row, cached: None,
+) -> list[dict]:
+    """Every episode's row: from the cache when it finished before, else run in chunks by
+    `execute`, each chunk committed to the cache the moment it comes back."""
+    keys = {id(e): key_of(e) for e in episodes}
+    cached = cache.get_many(list(keys.values()))
+    rows: list[dict] = []
+    pending = []
+    for episode in episodes:
+        if keys[id(episode)] in cached:
+            row = cached[keys[id(episode)]]
+            rows.append(row)
+            on_done(row, True)
+        else:
+            pending.append(episode)
+    chunks = chunked(pending, chunk_size)
+    for index, chunk_rows in execute(work, chunks):
+        cache.put_many([(keys[id(e)], row)
+                        for e, row in zip(chunks[index], chunk_rows, strict=True)])
+        for row in chunk_rows:
+            rows.append(row)
+            on_done(row, False)
+    return rows
+
+
+def in_threads(workers: int) -> ChunkExecutor:
+    """Chunks on a thread pool of this process (no orchestrator needed)."""
+
+    def execute(work: EpisodeWork, chunks: list[Chunk]) -> Iterator[tuple[int, list[dict]]]:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            futures = {pool.submit(run_chunk, work, chunk): i for i, chunk in enumerate(chunks)}
+            for future in as_completed(futures):
+                yield futures[future], future.result()
+
+    return execute
+
+
+@dataclass
+class _Runner:
+    agent: Agent
+    sandbox: Sandbox
+    users: int = 0
+
+
+@dataclass
+class _RunnerPool:
+    """The agents and sandboxes this process holds, one per work. Idle ones beyond `keep` are
+    closed as new work arrives, so a long-lived cluster worker does not collect a sandbox per
+    checkpoint it ever served; one in use is never closed under a chunk."""
+
+    keep: int = 2
+    _runners: dict[str, _Runner] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def acquire(self, work: EpisodeWork) -> _Runner:
+        key = work.digest()
+        with self._lock:
+            runner = self._runners.get(key)
+            if runner is None:
+                self._close_idle(self.keep - 1)
+                runner = _Runner(make_agent(work.label, work.settings, work.context),
+                                 work.harness.sandbox.open())
+                self._runners[key] = runner
+            else:  # most recently used last
+                self._runners[key] = self._runners.pop(key)
+            runner.users += 1
+            return runner
+
+    def release(self, work: EpisodeWork) -> None:
+        with self._lock:
+            self._runners[work.digest()].users -= 1
+
+    def close_idle(self) -> None:
+        with self._lock:
+            self._close_idle(0)
+
+    def _close_idle(self, keep: int) -> None:
+        idle = [key for key, runner in self._runners.items() if runner.users == 0]
+        for key in idle[: max(0, len(idle) - keep)]:
+            self._runners.pop(key).sandbox.close()
+
+
+_RUNNERS = _RunnerPool()
+close_idle_runners = _RUNNERS.close_idle
+atexit.register(close_idle_runners)

@@ -1,0 +1,254 @@
+"""Orchestration: episodes fan out as mapped Prefect tasks on threads or a real Dask
+LocalCluster with the same rows, and the pipeline flow lets DVC decide what runs."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import distributed
+import httpx
+import mlflow
+import pandas as pd
+import pytest
+import yaml
+
+from heldout.canonical import sha256_hex
+from heldout.rollout import TIMING_COLUMNS
+from stages import split
+from stages.rollouts import ROLLOUT_DIR
+from tests.conftest import configure_small_project
+
+
+def set_params(project: Path, section: str, **values: object) -> None:
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    params[section].update(values)
+    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+
+
+def task_runs_of_latest_flow_run(flow_name: str) -> list[str]:
+    """The names of the task runs of the newest run of the flow, once the server has them all
+    (task runs from Dask workers arrive as events, a moment after the flow returns)."""
+    from prefect import get_client
+    from prefect.client.schemas.filters import (
+        FlowFilter,
+        FlowFilterName,
+        FlowRunFilter,
+        FlowRunFilterId,
+    )
+    from prefect.client.schemas.sorting import FlowRunSort
+
+    with get_client(sync_client=True) as client:
+        latest = client.read_flow_runs(
+            flow_filter=FlowFilter(name=FlowFilterName(any_=[flow_name])),
+            sort=FlowRunSort.START_TIME_DESC, limit=1)[0]
+        names: list[str] = []
+        for _ in range(50):
+            runs = client.read_task_runs(
+                flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[latest.id])))
+            names = [run.name for run in runs if run.state and run.state.is_completed()]
+            if len(names) == len(runs) and names:
+                break
+            time.sleep(0.2)
+        return sorted(names)
+
+
+class RecordingCluster(distributed.LocalCluster):
+    """A LocalCluster that remembers it was made, so the test sees the Dask runner used it."""
+
+    made: list[RecordingCluster] = []
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        RecordingCluster.made.append(self)
+
+
+def test_rollouts_on_a_dask_local_cluster_match_the_threads_runner(
+    prefect_api_url, project: Path, monkeypatch
+):
+    from flows.rollouts import rollouts_flow
+
+    configure_small_project(project, tasks=30, n=4,
+                            checkpoints={"ck": {"agent": "demo", "skill": 0.5}},
+                            rollouts={"chunk_episodes": 7})
+    monkeypatch.chdir(project)
+    split.run(project)
+    episodes = json.loads((project / "data/split/manifest.json").read_text())["counts"]["val"] * 4
+    chunks = math.ceil(episodes / 7)
+
+    summary = rollouts_flow(checkpoint="ck")
+    on_threads = pd.read_parquet(project / ROLLOUT_DIR / "ck.parquet")
+    assert summary["episodes"] == episodes and summary["resumed"] == 0
+    assert task_runs_of_latest_flow_run("rollouts") == sorted(f"ck[{i}]" for i in range(chunks))
+
+    shutil.rmtree(project / ".heldout")  # no resume: every episode runs again, on Dask
+    set_params(project, "orchestration", task_runner="dask", dask_workers=2)
+    monkeypatch.setattr(distributed, "LocalCluster", RecordingCluster)
+    summary = rollouts_flow(checkpoint="ck")
+    on_dask = pd.read_parquet(project / ROLLOUT_DIR / "ck.parquet")
+    assert summary["resumed"] == 0
+    (cluster,) = RecordingCluster.made
+    finished = sum(prefix.state_counts["memory"]
+                   for prefix in cluster.scheduler.task_prefixes.values())
+    assert finished == chunks
+    assert task_runs_of_latest_flow_run("rollouts") == sorted(f"ck[{i}]" for i in range(chunks))
+    pd.testing.assert_frame_equal(on_threads.drop(columns=list(TIMING_COLUMNS)),
+                                  on_dask.drop(columns=list(TIMING_COLUMNS)))
+
+
+GIT = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org",
+       "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.org"}
+
+
+def git_project(project: Path, monkeypatch) -> None:
+    """A committed project with `heldout` on PATH, as DVC's stage commands need."""
+    for key, value in GIT.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+    for cmd in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "init"]):
+        subprocess.run(cmd, cwd=project, check=True)
+    monkeypatch.chdir(project)
+
+
+def pipeline_runs(experiment: str = "heldout") -> list:
+    client = mlflow.MlflowClient()
+    found = client.get_experiment_by_name(experiment)
+    return client.search_runs([found.experiment_id], "tags.`heldout.stage` = 'pipeline'",
+                              order_by=["attributes.start_time ASC"])
+
+
+def flow_names_tagged(tag: str) -> list[str]:
+    from prefect import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterTags
+
+    with get_client(sync_client=True) as client:
+        runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(tags=FlowRunFilterTags(
+            all_=[tag])))
+        assert all(run.state.is_completed() for run in runs)
+        return sorted(client.read_flow(run.flow_id).name for run in runs)
+
+
+def test_the_pipeline_flow_lets_dvc_decide_and_records_every_stage(
+    prefect_api_url, project: Path, monkeypatch
+):
+    from flows.pipeline import pipeline_flow
+    from heldout.errors import StageError
+
+    configure_small_project(project, tasks=30, n=2)
+    git_project(project, monkeypatch)
+    already = len(pipeline_runs()) if mlflow.MlflowClient().get_experiment_by_name(
+        "heldout") else 0
+
+    first = pipeline_flow(root=str(project))
+    stages = ["split", "decontaminate", "rollouts@base", "rollouts@late", "score", "select",
+              "test", "report"]
+    assert sorted(first["ran"]) == sorted(stages) and first["up_to_date"] == []
+    assert first["ran"][0] == "split" and first["ran"][-1] == "report"
+    assert first["dvc_lock_sha256"] == sha256_hex((project / "dvc.lock").read_bytes())
+    assert "Verdict:" in (project / "reports/report.md").read_text()
+
+    second = pipeline_flow(root=str(project))
+    assert second["ran"] == [] and sorted(second["up_to_date"]) == sorted(stages)
+    assert second["dvc_lock_sha256"] == first["dvc_lock_sha256"]
+
+    runs = pipeline_runs()[already:]
+    assert [r.data.metrics["stages_ran"] for r in runs] == [8, 0]
+    assert runs[0].data.metrics["stage_s.rollouts.base"] > 0
+    assert runs[0].data.tags["heldout.dvc_lock"] == first["dvc_lock_sha256"]
+    logged = mlflow.artifacts.load_dict(f"{runs[0].info.artifact_uri}/pipeline.json")
+    assert logged["ran"] == first["ran"]
+    # Every stage process ran as a flow run on the same API, tagged with the pipeline's run.
+    assert flow_names_tagged(f"pipeline:{runs[0].data.tags['heldout.prefect_flow_run']}") == [
+        "decontaminate", "report", "rollouts", "rollouts", "score", "select", "split", "test"]
+
+    # A stage that fails stops the pipeline: the summary names it and what it kept from running.
+    set_params(project, "checkpoints", bad={"agent": "nonesuch"})
+    with pytest.raises(StageError, match="rollouts@bad failed"):
+        pipeline_flow(root=str(project))
+    failed = pipeline_runs()[-1]
+    assert failed.info.status == "FAILED"
+    summary = mlflow.artifacts.load_dict(f"{failed.info.artifact_uri}/pipeline.json")
+    assert summary["failed"] == ["rollouts@bad"]
+    assert {"score", "select", "test", "report"} <= set(summary["not_reached"])
+    assert "rollouts@bad" not in summary["ran"]
+
+
+@pytest.fixture
+def real_prefect_server(tmp_path: Path):
+    """`prefect server start` on a free loopback port, with its scheduler services: a schedule
+    needs a real server (NOTES.md). Yields its API URL."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect-server"),
+           "PREFECT_UI_ENABLED": "false", "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    env.pop("PREFECT_API_URL", None)
+    server = subprocess.Popen(
+        [str(Path(sys.executable).parent / "prefect"), "server", "start", "--host", "127.0.0.1",
+         "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True)
+    url = f"http://127.0.0.1:{port}/api"
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        assert server.poll() is None and time.monotonic() < deadline, "no Prefect server"
+        time.sleep(0.5)
+    try:
+        yield url
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
+
+
+def test_the_nightly_deployment_is_served_on_its_schedule_and_runs_the_pipeline(
+    real_prefect_server: str, project: Path, monkeypatch
+):
+    from prefect import get_client
+    from prefect.deployments import run_deployment
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    configure_small_project(project, tasks=20, n=1)
+    set_params(project, "orchestration", nightly_cron="17 3 * * 1",
+               nightly_timezone="Europe/Paris")
+    git_project(project, monkeypatch)
+    env = {**os.environ, "PREFECT_API_URL": real_prefect_server}
+    serving = subprocess.Popen([str(Path(sys.executable).parent / "heldout"), "serve"],
+                               cwd=project, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        with temporary_settings({PREFECT_API_URL: real_prefect_server}):
+            with get_client(sync_client=True) as client:
+                deadline = time.monotonic() + 120
+                while True:
+                    try:
+                        deployment = client.read_deployment_by_name("pipeline/nightly")
+                        break
+                    except Exception:  # noqa: BLE001 - not registered yet
+                        assert serving.poll() is None, serving.stdout.read()
+                        assert time.monotonic() < deadline, "the deployment never appeared"
+                        time.sleep(0.5)
+            (schedule,) = deployment.schedules
+            assert schedule.active
+            assert schedule.schedule.cron == "17 3 * * 1"
+            assert schedule.schedule.timezone == "Europe/Paris"
+            assert deployment.parameters == {"root": str(project)}
+
+            run = run_deployment("pipeline/nightly", timeout=900)
+        assert run.state.is_completed(), run.state
+        assert "Verdict:" in (project / "reports/report.md").read_text()
+        assert json.loads((project / "data/test/access.json").read_text())["tasks"] > 0
+    finally:
+        os.killpg(serving.pid, signal.SIGINT)
+        serving.wait(timeout=60)
