@@ -28,6 +28,7 @@ class EpisodeProgress:
         self.statuses: Counter[str] = Counter()
         self.done = self.cached = self.passed = 0
         self.started = time.perf_counter()
+        self.finished: float | None = None
         self._last_line = self.started
         console = Console(stderr=True)
         self._bar = (
@@ -66,6 +67,10 @@ class EpisodeProgress:
         ran = self.done - self.cached
         return ran / max(time.perf_counter() - self.started, 1e-9)
 
+    def elapsed(self) -> float:
+        """Seconds from the start to the end of the work (so far, while it runs)."""
+        return (self.finished or time.perf_counter()) - self.started
+
     def summary(self) -> str:
         problems = {s: c for s, c in self.statuses.items() if s != "ok"}
         parts = [f"passed {self.passed}"] + [f"{s} {c}" for s, c in sorted(problems.items())]
@@ -77,5 +82,6 @@ class EpisodeProgress:
         self, kind: type[BaseException] | None, error: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
+        self.finished = time.perf_counter()
         if self._bar is not None:
             self._bar.stop()

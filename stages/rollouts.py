@@ -130,6 +130,7 @@ def run(
             "episode_pass_rate": float(table["passed"].mean()),
             "resumed": progress.cached,
             "episodes_per_s": progress.rate(),
+            "episodes_s": progress.elapsed(),
             "wall_s": time.perf_counter() - started,
             **{f"status_{status}": int(counts.get(status, 0)) for status in
                ("ok", "error", "timeout", "truncated", "refused")},

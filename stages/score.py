@@ -67,14 +67,16 @@ def run_canaries(root: Path, params: dict[str, Any], harness: Harness) -> dict[s
     config = section(params, "rollouts", RolloutsConfig)
     tasks = eval_view(root, "val", load_tasks(root / split_file("val")))
     single = harness.model_copy(update={"n": 1})
-    counts = {}
+    counts, episodes_s = {}, 0.0
     for name, settings in CANARIES.items():
-        rows, _ = roll_out(root, f"canary:{name}", settings, tasks, single, config)
+        rows, progress = roll_out(root, f"canary:{name}", settings, tasks, single, config)
         counts[name] = per_task_counts(rollout_table(name, rows))
+        episodes_s += progress.elapsed()
     failures = canary_failures(counts["oracle"], counts["blind"])
     return {
         "oracle_pass_rate": float(counts["oracle"]["c"].sum() / counts["oracle"]["n"].sum()),
         "blind_pass_rate": float(counts["blind"]["c"].sum() / counts["blind"]["n"].sum()),
+        "episodes_s": episodes_s,
         **failures,
     }
 
@@ -89,7 +91,8 @@ def run(root: Path | None = None) -> dict[str, Any]:
         mlflow_run.set_tags(protocol_tags(manifest) | {"harness": harness.fingerprint()})
         canaries = run_canaries(root, params, harness)
         mlflow_run.log_metrics({"canary_oracle_pass_rate": canaries["oracle_pass_rate"],
-                                "canary_blind_pass_rate": canaries["blind_pass_rate"]})
+                                "canary_blind_pass_rate": canaries["blind_pass_rate"],
+                                "canary_episodes_s": canaries["episodes_s"]})
         if canaries["oracle_failed"] or canaries["blind_passed"]:
             raise CanaryError(describe_canary_failures(canaries))
 

@@ -107,11 +107,12 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
         with lock:
             tasks = eval_view(root, "test", lock.read_tasks())
             log_split_input(mlflow_run, root, manifest, "test", tasks)
-            tables = {}
+            tables, episodes_s = {}, 0.0
             for arm, name in names.items():
-                rows, _ = roll_out(root, f"test:{name}", settings[arm], tasks, harness, config,
-                                   execute)
+                rows, progress = roll_out(root, f"test:{name}", settings[arm], tasks, harness,
+                                          config, execute)
                 tables[arm] = rollout_table(name, rows)
+                episodes_s += progress.elapsed()
             digest = result_digest(tables)
             entries = read_ledger(root / LEDGER)
             opened = accesses(entries, key.test_version)
@@ -132,7 +133,8 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
             lock.close(digest)
         mlflow_run.log_metrics({f"{arm}_episode_pass_rate": float(t["passed"].mean())
                                 for arm, t in tables.items()}
-                               | {"accesses_of_this_test_version": len(opened)})
+                               | {"accesses_of_this_test_version": len(opened),
+                                  "episodes_s": episodes_s})
         for path in (*(TEST_ROLLOUTS / f"{arm}.parquet" for arm in ARMS), ACCESS):
             mlflow_run.log_artifact(root / path, "test")
     return access

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -34,3 +35,11 @@ def test_a_stage_outside_a_project_says_where_to_run(tmp_path: Path):
     done = heldout("stage", "split", cwd=tmp_path)
     assert done.returncode == 2
     assert "no heldout project" in done.stderr
+
+
+def test_serve_without_a_prefect_server_says_how_to_get_one(project: Path):
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    done = subprocess.run([sys.executable, "-m", "flows.cli", "serve"], cwd=project, env=env,
+                          capture_output=True, text=True)
+    assert done.returncode == 2
+    assert "a schedule needs a Prefect server" in done.stderr and "PREFECT_API_URL" in done.stderr
