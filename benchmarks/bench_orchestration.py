@@ -10,8 +10,9 @@
 - runners:  one checkpoint's rollouts on threads vs a Dask LocalCluster of 2 workers,
             alternated, episodes/s.
 - overhead: Prefect's cost per stage process: the same stage run directly, as a flow on one
-            shared API server (the pipeline's way), and as a flow with no server configured
-            (Prefect's temporary server per process: a bare `dvc repro`). Goal: <= 3 s.
+            shared API server, the same forked from the pipeline's warm starter (the
+            pipeline's way), and as a flow with no server configured (Prefect's temporary
+            server per process: a bare `dvc repro`). Goal: <= 3 s.
 """
 
 from __future__ import annotations
@@ -167,15 +168,19 @@ def bench_overhead(project: Path, repeats: int = 3) -> dict:
 
     direct_code = "import sys; from importlib import import_module; " \
                   "import_module('stages.' + sys.argv[1]).run()"
+    from flows.warm import WARM_ENV, warm_starts
+
     results: dict[str, dict[str, list[float]]] = {}
-    with prefect_api():
+    with prefect_api(), warm_starts(project):
         shared = environment() | {"PREFECT_API_URL": os.environ["PREFECT_API_URL"]}
+        warm = shared | {WARM_ENV: os.environ[WARM_ENV]}
         env = environment() | {"PREFECT_HOME": str(project / ".prefect"),
                                "MLFLOW_TRACKING_URI": f"sqlite:///{project / 'mlflow.db'}"}
         for stage in ("select", "report"):
             modes = {
                 "direct": (["python", "-c", direct_code, stage], env),
                 "shared_server": (["heldout", "stage", stage], shared),
+                "shared_server_warm_start": (["heldout", "stage", stage], warm),
                 "temporary_server": (["heldout", "stage", stage], environment()),
             }
             results[stage] = {mode: [] for mode in modes}
@@ -189,6 +194,8 @@ def bench_overhead(project: Path, repeats: int = 3) -> dict:
             "medians_s": {mode: statistics.median(walls) for mode, walls in modes.items()},
             "prefect_overhead_shared_s": statistics.median(modes["shared_server"]) - direct,
             "prefect_overhead_temporary_s": statistics.median(modes["temporary_server"]) - direct,
+            "warm_start_saves_s": statistics.median(modes["shared_server"])
+            - statistics.median(modes["shared_server_warm_start"]),
         }
     return summary
 

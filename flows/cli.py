@@ -16,6 +16,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from flows.warm import WARM_ENV
 from heldout.errors import HeldoutError, StageError
 
 app = typer.Typer(
@@ -218,6 +219,13 @@ def audit() -> None:
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["stage"] and os.environ.get(WARM_ENV):
+        # Under the pipeline: become a fork of its warm starter rather than start cold.
+        from flows.warm import forward
+
+        code = forward(sys.argv[1:])
+        if code is not None:
+            sys.exit(code)
     try:
         app()
     except HeldoutError as error:

@@ -19,6 +19,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 
 from flows import PIPELINE_RUN_ENV
+from flows.warm import warm_starts
 from heldout.environment import find_project_root
 from heldout.errors import StageError
 from heldout.pipeline import StageOutcome, outcomes_after_failure, pipeline_summary, stage_metric
@@ -54,26 +55,36 @@ def pipeline_flow(
     targets: list[str] | None = None, force: bool = False, root: str | None = None
 ) -> dict:
     project = find_project_root(Path(root) if root else None)
-    os.environ[PIPELINE_RUN_ENV] = str(flow_run.get_id())
     started = time.perf_counter()
     planned = planned_stages(project, targets)
-    outcomes: list[StageOutcome] = []
-    for stage in planned:
-        stage_started = time.perf_counter()
-        try:
-            ran = reproduce_stage(str(project), stage, force)
-        except Exception as error:  # noqa: BLE001 - recorded, then the flow fails with it
-            outcomes.append(StageOutcome(stage, "failed", time.perf_counter() - stage_started,
-                                         f"{type(error).__name__}: {error}"[:500]))
-            break
-        outcomes.append(StageOutcome(stage, "ran" if ran else "up_to_date",
-                                     time.perf_counter() - stage_started))
+    os.environ[PIPELINE_RUN_ENV] = str(flow_run.get_id())  # for the stage processes DVC starts
+    try:
+        with warm_starts(project):
+            outcomes = reproduce_in_order(project, planned, force)
+    finally:
+        os.environ.pop(PIPELINE_RUN_ENV, None)
     outcomes += outcomes_after_failure(planned, outcomes)
     lock = project / "dvc.lock"
     summary = pipeline_summary(outcomes, lock.read_bytes() if lock.is_file() else None,
                                time.perf_counter() - started)
     record(project, summary, outcomes)
     return summary
+
+
+def reproduce_in_order(root: Path, planned: list[str], force: bool) -> list[StageOutcome]:
+    """Each planned stage in turn, until one fails."""
+    outcomes: list[StageOutcome] = []
+    for stage in planned:
+        started = time.perf_counter()
+        try:
+            ran = reproduce_stage(str(root), stage, force)
+        except Exception as error:  # noqa: BLE001 - recorded, then the flow fails with it
+            outcomes.append(StageOutcome(stage, "failed", time.perf_counter() - started,
+                                         f"{type(error).__name__}: {error}"[:500]))
+            break
+        outcomes.append(StageOutcome(stage, "ran" if ran else "up_to_date",
+                                     time.perf_counter() - started))
+    return outcomes
 
 
 def record(root: Path, summary: dict, outcomes: list[StageOutcome]) -> None:
