@@ -37,7 +37,7 @@ BIN = Path(sys.executable).parent
 def environment() -> dict[str, str]:
     """A user's shell: the venv on PATH, telemetry off, no store or server pointed anywhere."""
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("MLFLOW_", "PREFECT_", "DVC_"))}
+           if not k.startswith(("MLFLOW_", "PREFECT_", "DVC_", "HELDOUT_"))}
     env.update(PATH=f"{BIN}:{env['PATH']}", DO_NOT_TRACK="true", DVC_NO_ANALYTICS="1",
                PREFECT_SERVER_ANALYTICS_ENABLED="false", MLFLOW_DISABLE_TELEMETRY="true",
                GIT_AUTHOR_NAME="b", GIT_AUTHOR_EMAIL="b@example.org",

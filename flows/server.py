@@ -2,19 +2,30 @@
 
 A process that runs a flow with no API configured starts Prefect's temporary server for itself:
 8 s or more per stage under `dvc repro` (NOTES.md). The pipeline instead starts one server on
-loopback, hands its URL to every stage process through PREFECT_API_URL, and stops it at the end.
-It keeps its state in PREFECT_HOME (the project's .prefect/), the database a later
-`make prefect-ui` serves, so the flow runs stay reviewable after the server is gone.
+loopback (`prefect server start`, without the UI or the scheduler), hands its URL to every
+stage process through PREFECT_API_URL, and stops it at the end. It keeps its state in
+PREFECT_HOME (the project's .prefect/), the database `make prefect-server` serves later, so the
+flow runs stay reviewable after this server is gone.
 """
 
 from __future__ import annotations
 
 import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
+from typing import IO
+
+from heldout.errors import StageError
 
 API_URL = "PREFECT_API_URL"
-STARTUP_TIMEOUT_S = 90  # the default flakes on a loaded machine (NOTES.md)
+STARTUP_TIMEOUT_S = 90  # a loaded machine takes its time (NOTES.md)
 
 
 @contextmanager
@@ -24,19 +35,50 @@ def prefect_api() -> Iterator[str]:
     if configured:
         yield configured
         return
-    from prefect.server.api.server import SubprocessASGIServer
-    from prefect.settings import PREFECT_API_URL, temporary_settings
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/api"
+    # Its errors go to a file: a pipe nobody reads could fill up and stall the server.
+    with tempfile.TemporaryFile() as errors:
+        server = subprocess.Popen(
+            [str(Path(sys.executable).parent / "prefect"), "server", "start", "--host",
+             "127.0.0.1", "--port", str(port), "--no-scheduler", "--no-late-runs", "--no-ui",
+             "--log-level", "ERROR"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors,
+            start_new_session=True)
+        try:
+            _wait_until_healthy(server, url, errors)
+            os.environ[API_URL] = url  # for the stage processes DVC starts
+            from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    server = SubprocessASGIServer()
-    server.start(timeout=STARTUP_TIMEOUT_S)
-    os.environ[API_URL] = server.api_url  # for the stage processes DVC starts
-    try:
-        with temporary_settings({PREFECT_API_URL: server.api_url}):  # for this process
-            yield server.api_url
-    finally:
-        os.environ.pop(API_URL, None)
-        _send_pending_records()
-        server.stop()
+            with temporary_settings({PREFECT_API_URL: url}):  # for this process
+                try:
+                    yield url
+                finally:
+                    _send_pending_records()
+        finally:
+            os.environ.pop(API_URL, None)
+            _stop(server)
+
+
+def _wait_until_healthy(server: subprocess.Popen, url: str, errors: IO[bytes]) -> None:
+    import httpx
+
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            errors.seek(0)
+            raise StageError(f"the pipeline's Prefect server exited ({server.returncode}): "
+                             f"{errors.read().decode(errors='replace')[-2000:]}")
+        try:
+            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    raise StageError(f"the pipeline's Prefect server did not answer on {url} within "
+                     f"{STARTUP_TIMEOUT_S} s")
 
 
 def _send_pending_records() -> None:
@@ -47,3 +89,12 @@ def _send_pending_records() -> None:
 
     APILogWorker.drain_all(timeout=5)
     EventsWorker.drain_all()
+
+
+def _stop(server: subprocess.Popen) -> None:
+    os.killpg(server.pid, signal.SIGTERM)
+    try:
+        server.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait()

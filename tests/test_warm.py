@@ -56,6 +56,12 @@ def test_a_warm_stage_runs_in_a_fork_with_the_callers_output_and_exit_code(small
         assert "checkpoints.nonesuch: no such checkpoint" in bad.stderr
         assert "mlflow" not in imported(bad.stderr)
 
+        # Prefect and MLflow read their settings on import: other settings mean a cold start.
+        elsewhere = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{small / 'other.db'}"}
+        other = stage(small, "split", env=elsewhere)
+        assert other.returncode == 0, other.stderr[-3000:]
+        assert "mlflow" in imported(other.stderr) and (small / "other.db").is_file()
+
 
 def test_an_interrupted_caller_stops_its_fork(small: Path):
     configure_small_project(small, tasks=40, n=60)
