@@ -171,9 +171,14 @@ def bench_overhead(project: Path, repeats: int = 3) -> dict:
     from flows.warm import WARM_ENV, warm_starts
 
     results: dict[str, dict[str, list[float]]] = {}
+    # The starter forks only for callers with its own Prefect and MLflow settings: give it a
+    # user's shell, as `heldout pipeline` does.
+    shell = environment()
+    os.environ.clear()
+    os.environ.update(shell)
     with prefect_api(), warm_starts(project):
-        shared = environment() | {"PREFECT_API_URL": os.environ["PREFECT_API_URL"]}
-        warm = shared | {WARM_ENV: os.environ[WARM_ENV]}
+        warm = dict(os.environ)
+        shared = {k: v for k, v in warm.items() if k != WARM_ENV}
         env = environment() | {"PREFECT_HOME": str(project / ".prefect"),
                                "MLFLOW_TRACKING_URI": f"sqlite:///{project / 'mlflow.db'}"}
         for stage in ("select", "report"):
