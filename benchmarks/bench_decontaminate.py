@@ -41,7 +41,7 @@ from heldout.fingerprints import (  # noqa: E402
     split_fingerprints,
     word_hashes,
 )
-from heldout.tasks import Task  # noqa: E402
+from heldout.tasks.sources import Task  # noqa: E402
 from scripts.make_training_corpus import LEAKS  # noqa: E402
 
 NGRAM = 13

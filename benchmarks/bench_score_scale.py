@@ -1,9 +1,9 @@
 """The score stage at scale, by hand: `.venv/bin/python benchmarks/bench_score_scale.py`.
 
 10,000 val tasks × 100 samples × 10 checkpoints = 10 million rollout rows, written as the
-rollouts stage writes them (every column of heldout.rollout.ROW_COLUMNS, one Parquet file per
-checkpoint), then `stages.score.run` on them in a fresh process, so that the peak resident
-memory reported is the stage's own. Goals: at most 60 s and 4 GB.
+rollouts stage writes them (every column of heldout.episodes.episode.ROW_COLUMNS, one
+Parquet file per checkpoint), then `stages.score.run` on them in a fresh process, so that
+the peak resident memory reported is the stage's own. Goals: at most 60 s and 4 GB.
 
 The data (and the episode cache of the harness canaries, which run 2 × 10,000 programs in the
 sandbox the first time) is generated once into --data-dir and reused while its shape is the
@@ -90,7 +90,8 @@ def task_record(index: int) -> dict[str, str]:
 def write_project_files(project: Path, shape: Shape) -> dict[str, Any]:
     """params.yaml, the val split and its manifest: what the score stage reads besides the
     rollouts. Returns the params."""
-    from heldout.tasks import load_tasks, tasks_digest
+    from heldout.tasks.record import tasks_digest
+    from heldout.tasks.sources import load_tasks
     from stages.common import MANIFEST, split_file
 
     val = project / split_file("val")
@@ -134,7 +135,7 @@ class EpisodeGrid:
 
     @classmethod
     def build(cls, shape: Shape, harness_seed: int, rng: np.random.Generator) -> EpisodeGrid:
-        from heldout.seeds import episode_seed
+        from heldout.episodes.seeds import episode_seed
 
         ids = np.array([task_record(i)["id"] for i in range(shape.tasks)], dtype=object)
         task_index = np.repeat(np.arange(shape.tasks), shape.samples)
@@ -166,9 +167,9 @@ def completion_pool(rng: np.random.Generator) -> list[str]:
 
 def rollout_frame(name: str, skill: float, grid: EpisodeGrid, harness_fingerprint: str,
                   rng: np.random.Generator) -> pd.DataFrame:
-    """One checkpoint's rollout table, typed and sorted as heldout.rollout.rollout_table
+    """One checkpoint's rollout table, typed and sorted as heldout.episodes.episode.rollout_table
     makes it."""
-    from heldout.rollout import ROW_COLUMNS
+    from heldout.episodes.episode import ROW_COLUMNS
 
     rows = grid.sample.size
     log_odds = grid.task_log_odds[grid.task_index] + skill
@@ -216,7 +217,7 @@ def prepare_data(data_dir: Path, shape: Shape) -> dict[str, float]:
     """The project under data_dir/project, generated unless a complete one of this shape is
     there. Resumable: finished rollout files and a warmed canary cache are kept. Returns how
     long each part took when it was generated."""
-    from heldout.harness import Harness
+    from heldout.episodes.harness import Harness
     from stages.common import section
     from stages.rollouts import ROLLOUT_DIR
     from stages.score import run_canaries

@@ -118,7 +118,8 @@ def tasks_validate(
     source: Annotated[str, typer.Argument(help="A JSONL task file, or 'humaneval'.")],
 ) -> None:
     """Check every line of a task file; print one OK line, or every problem with its line."""
-    from heldout.tasks import load_tasks, tasks_digest
+    from heldout.tasks.record import tasks_digest
+    from heldout.tasks.sources import load_tasks
 
     tasks = load_tasks(source if source == "humaneval" else Path(source))
     groups = len({t.group for t in tasks})
@@ -181,12 +182,12 @@ def audit() -> None:
     access. Exits 1 on any inconsistency."""
     from rich.table import Table
 
-    from heldout.audit import audit as audit_ledger
+    from heldout.custody.audit import audit as audit_ledger
+    from heldout.custody.ledger import read_ledger, verify_chain
+    from heldout.custody.lock import LEDGER
     from heldout.environment import apply_defaults, find_project_root
-    from heldout.ledger import read_ledger, verify_chain
-    from heldout.lock import LEDGER
-    from heldout.tracking import TrackingConfig, runs_touching_test_split
     from stages.common import read_params, section
+    from stages.tracking import TrackingConfig, runs_touching_test_split
 
     root = find_project_root()
     apply_defaults(root)

@@ -12,8 +12,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from flows.orchestration import OrchestrationConfig
 from heldout.errors import StageError
-from heldout.orchestration import OrchestrationConfig
 from stages.common import read_params, section
 
 DEPLOYMENT = "nightly"

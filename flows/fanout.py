@@ -16,9 +16,9 @@ from prefect.cache_policies import NO_CACHE
 from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from heldout.chunks import Chunk, EpisodeWork, run_chunk
+from flows.orchestration import OrchestrationConfig
 from heldout.environment import find_project_root
-from heldout.orchestration import OrchestrationConfig
+from heldout.episodes.chunks import Chunk, EpisodeWork, run_chunk
 from stages.common import read_params, section
 from stages.rollouts import RolloutsConfig
 
@@ -29,7 +29,7 @@ def episode_chunk(work: EpisodeWork, episodes: Chunk, index: int) -> list[dict]:
 
 
 def on_task_runner(work: EpisodeWork, chunks: list[Chunk]) -> Iterator[tuple[int, list[dict]]]:
-    """A `heldout.chunks.ChunkExecutor` over the running flow's task runner."""
+    """A `heldout.episodes.chunks.ChunkExecutor` over the running flow's task runner."""
     futures = episode_chunk.map(unmapped(work), chunks, range(len(chunks)))
     index = {id(future): i for i, future in enumerate(futures)}
     for future in as_completed(futures):

@@ -20,10 +20,10 @@ from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 
 from flows import PIPELINE_RUN_ENV
+from flows.summary import StageOutcome, outcomes_after_failure, pipeline_summary, stage_metric
 from flows.warm import warm_starts
 from heldout.environment import find_project_root
 from heldout.errors import StageError
-from heldout.pipeline import StageOutcome, outcomes_after_failure, pipeline_summary, stage_metric
 from stages.common import read_params, tracked_stage
 
 

@@ -50,7 +50,7 @@ from heldout.fingerprints import (
     window_hashes,
     word_hashes,
 )
-from heldout.tasks import Task
+from heldout.tasks.record import Task
 
 METHODS = ("exact", "normalized", "ngram", "minhash", "code", "group")
 TRAIN_SPLIT_SOURCE = "train-split"

@@ -26,7 +26,7 @@ import numpy as np
 from datasketch import MinHash
 
 from heldout.canonical import sha256_hex
-from heldout.tasks import Task
+from heldout.tasks.record import Task
 
 NORMALIZATION = "nfkc-casefold-alnum-v1"
 NGRAM_HASH = "blake2b-64-words-fold64-v1"

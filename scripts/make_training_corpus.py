@@ -26,8 +26,9 @@ from typing import Any
 
 import yaml
 
-from heldout.split import SplitConfig, assign
-from heldout.tasks import Task, load_tasks
+from heldout.tasks.record import Task
+from heldout.tasks.sources import load_tasks
+from heldout.tasks.split import SplitConfig, assign
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tasks" / "training_corpus.jsonl"

@@ -14,11 +14,11 @@ import pandas as pd
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from heldout.custody.lock import SEALED_TEST, install_guard
 from heldout.environment import find_project_root
 from heldout.errors import ParamsError, StageError
-from heldout.lock import SEALED_TEST, install_guard
-from heldout.tasks import Task
-from heldout.tracking import StageRun, TrackingConfig, stage_run
+from heldout.tasks.record import Task
+from stages.tracking import StageRun, TrackingConfig, stage_run
 
 PARAMS_FILE = "params.yaml"
 Section = TypeVar("Section", bound=BaseModel)
@@ -71,7 +71,7 @@ def tracked_stage(
 
 def project_root(root: Path | None) -> Path:
     """The project a stage runs in. Every stage starts here, so this is where the test-split
-    guard is installed: from here on, only heldout.lock.TestLock may open the test split."""
+    guard is installed: from here on, only heldout.custody.lock.TestLock may open the test split."""
     root = root if root is not None else find_project_root()
     install_guard(root)
     return root
@@ -83,7 +83,7 @@ FINGERPRINT_DIR = SPLIT_DIR / "fingerprints"
 
 
 def split_file(name: str) -> Path:
-    """train or val; the test split is sealed (heldout.lock.SEALED_TEST)."""
+    """train or val; the test split is sealed (heldout.custody.lock.SEALED_TEST)."""
     return SPLIT_DIR / f"{name}.jsonl"
 
 

@@ -27,9 +27,8 @@ from heldout.contamination import (
 )
 from heldout.errors import InputFileError, Problem, StageError
 from heldout.files import json_bytes, staged_outputs
-from heldout.split import EVAL_SPLITS, split_digest, split_records
-from heldout.tasks import load_tasks
-from heldout.tracking import StageRun
+from heldout.tasks.sources import load_tasks
+from heldout.tasks.split import EVAL_SPLITS, split_digest, split_records
 from stages.common import (
     FINGERPRINT_DIR,
     log_split_input,
@@ -41,6 +40,7 @@ from stages.common import (
     split_file,
     tracked_stage,
 )
+from stages.tracking import StageRun
 
 DECONTAM_DIR = Path("data/decontam")
 TRAIN = DECONTAM_DIR / "train.jsonl"

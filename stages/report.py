@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from heldout.custody.ledger import read_ledger
+from heldout.custody.lock import LEDGER, accesses, models_evaluated
+from heldout.episodes.harness import Harness
 from heldout.files import staged_outputs
-from heldout.harness import Harness
-from heldout.ledger import read_ledger
-from heldout.lock import LEDGER, accesses, models_evaluated
 from heldout.report import build_report, headline_markdown, read_rollouts, stage_report
 from stages.common import (
     project_root,

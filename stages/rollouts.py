@@ -8,21 +8,23 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from heldout.agents import AgentContext, make_agent
+from heldout.agents.protocol import AgentContext
+from heldout.agents.registry import make_agent
 from heldout.canonical import content_digest
-from heldout.chunks import (
+from heldout.episodes.cache import EpisodeCache
+from heldout.episodes.chunks import (
     ChunkExecutor,
     EpisodeWork,
     close_idle_runners,
     collect_rollouts,
     in_threads,
 )
-from heldout.episode_cache import EpisodeCache
+from heldout.episodes.episode import episode_key_for, plan_episodes, rollout_table
+from heldout.episodes.harness import Harness
 from heldout.errors import ParamsError
 from heldout.files import staged_outputs
-from heldout.harness import Harness
-from heldout.rollout import episode_key_for, plan_episodes, rollout_table
-from heldout.tasks import Task, load_tasks
+from heldout.tasks.record import Task
+from heldout.tasks.sources import load_tasks
 from stages.common import (
     eval_view,
     log_split_input,

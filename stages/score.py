@@ -8,12 +8,12 @@ from typing import Any
 
 import pandas as pd
 
+from heldout.episodes.episode import rollout_table
+from heldout.episodes.harness import Harness
 from heldout.errors import StageError
 from heldout.figures import pass_at_k_curves
 from heldout.files import staged_outputs
-from heldout.harness import Harness
-from heldout.rollout import rollout_table
-from heldout.scores import (
+from heldout.statistics.counts import (
     CanaryError,
     canary_failures,
     check_comparable,
@@ -23,7 +23,7 @@ from heldout.scores import (
     per_task_counts,
     summarize_checkpoint,
 )
-from heldout.tasks import load_tasks
+from heldout.tasks.sources import load_tasks
 from stages.common import (
     eval_view,
     log_split_input,

@@ -13,7 +13,7 @@ import pandas as pd
 
 from heldout.canonical import content_digest, sha256_hex
 from heldout.files import staged_outputs
-from heldout.selection import SelectConfig, select_checkpoint
+from heldout.statistics.selection import SelectConfig, select_checkpoint
 from stages.common import (
     project_root,
     protocol_tags,

@@ -6,12 +6,20 @@ from pathlib import Path
 from typing import Any
 
 from heldout.canonical import canonical_json
+from heldout.custody.lock import SEALED_TEST, sealing
+from heldout.custody.seal import seal
 from heldout.files import staged_outputs
 from heldout.fingerprints import split_fingerprints
-from heldout.lock import SEALED_TEST, sealing
-from heldout.seal import seal
-from heldout.split import EVAL_SPLITS, SPLITS, SplitConfig, assign, build_manifest, split_records
-from heldout.tasks import TasksConfig, load_tasks, tasks_digest
+from heldout.tasks.record import tasks_digest
+from heldout.tasks.sources import TasksConfig, load_tasks
+from heldout.tasks.split import (
+    EVAL_SPLITS,
+    SPLITS,
+    SplitConfig,
+    assign,
+    build_manifest,
+    split_records,
+)
 from stages.common import (
     FINGERPRINT_DIR,
     MANIFEST,

@@ -1,4 +1,4 @@
-"""Stage `test`: the only code that opens the test split, once, under heldout.lock.TestLock.
+"""Stage `test`: the only code that opens the test split, once, under heldout.custody.lock.TestLock.
 
 Candidate (the selection's choice) and base run on the test split under the same harness with
 the same seeds. Every attempt is a ledger line and an MLflow run tagged heldout.test_access."""
@@ -12,11 +12,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from heldout.canonical import content_digest
-from heldout.chunks import ChunkExecutor
-from heldout.files import staged_outputs
-from heldout.harness import Harness
-from heldout.ledger import read_ledger
-from heldout.lock import (
+from heldout.custody.ledger import read_ledger
+from heldout.custody.lock import (
     LEDGER,
     AccessKey,
     TestLock,
@@ -25,7 +22,10 @@ from heldout.lock import (
     models_evaluated,
     refuse,
 )
-from heldout.rollout import TIMING_COLUMNS, rollout_table
+from heldout.episodes.chunks import ChunkExecutor
+from heldout.episodes.episode import TIMING_COLUMNS, rollout_table
+from heldout.episodes.harness import Harness
+from heldout.files import staged_outputs
 from stages.common import (
     eval_view,
     git_commit,

@@ -88,7 +88,7 @@ def configure_small_project(
     arguments update params sections, e.g. rollouts={"concurrency": 1}."""
     import yaml
 
-    from heldout.tasks import load_tasks
+    from heldout.tasks.sources import load_tasks
 
     write_jsonl(project / "tasks" / "small.jsonl",
                 [t.to_record() for t in load_tasks("humaneval")[:tasks]])

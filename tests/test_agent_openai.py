@@ -18,10 +18,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from heldout.agents import AgentContext, make_agent
 from heldout.agents.openai import OpenAIAgent, OpenAISettings, extract_code
+from heldout.agents.protocol import AgentContext
+from heldout.agents.registry import make_agent
 from heldout.errors import AgentError, ParamsError
-from heldout.tasks import Task
+from heldout.tasks.record import Task
 
 CONTEXT = AgentContext(
     template="Complete the function.\n{prompt}",

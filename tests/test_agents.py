@@ -6,12 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from heldout.agents import AgentContext, Completion, make_agent
 from heldout.agents.canaries import body_indent
 from heldout.agents.demo import DemoAgent, DemoSettings
+from heldout.agents.protocol import AgentContext, Completion
+from heldout.agents.registry import make_agent
+from heldout.episodes.seeds import episode_seed
 from heldout.errors import AgentError, InputFileError, ParamsError
-from heldout.seeds import episode_seed
-from heldout.tasks import load_tasks
+from heldout.tasks.sources import load_tasks
 
 CONTEXT = AgentContext(template="{prompt}", temperature=0.8, top_p=0.95, max_tokens=64,
                        max_turns=1, timeout_s=10.0, project_root=".")

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from heldout import chunks
-from heldout.agents import AgentContext
-from heldout.chunks import EpisodeWork, chunked, collect_rollouts, in_threads, run_chunk
-from heldout.episode_cache import EpisodeCache
-from heldout.harness import Harness
-from heldout.pipeline import StageOutcome, outcomes_after_failure, pipeline_summary, stage_metric
-from heldout.rollout import plan_episodes
-from heldout.tasks import load_tasks
+from flows.summary import StageOutcome, outcomes_after_failure, pipeline_summary, stage_metric
+from heldout.episodes import chunks
+from heldout.agents.protocol import AgentContext
+from heldout.episodes.cache import EpisodeCache
+from heldout.episodes.chunks import EpisodeWork, chunked, collect_rollouts, in_threads, run_chunk
+from heldout.episodes.episode import plan_episodes
+from heldout.episodes.harness import Harness
+from heldout.tasks.sources import load_tasks
 
 TASKS = load_tasks("humaneval")[:5]
 HARNESS = Harness(n=3, seed=5, timeout_s=5)

@@ -25,7 +25,7 @@ from heldout.contamination import (
 )
 from heldout.errors import InputFileError, StageError
 from heldout.fingerprints import code_fingerprint, normalize_text, split_fingerprints
-from heldout.tasks import Task
+from heldout.tasks.record import Task
 
 PROMPT = '''def longest_plateau(values):
     """Return the length of the longest run of equal neighbouring values in a list of

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from heldout.fingerprints import ngram_hashes, normalize_text, split_fingerprints
-from heldout.tasks import load_tasks
+from heldout.tasks.sources import load_tasks
 
 
 def test_normalization_folds_case_whitespace_punctuation_and_unicode_forms():

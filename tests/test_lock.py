@@ -13,12 +13,12 @@ import pyarrow.json
 import pytest
 import yaml
 
-from heldout.audit import audit
-from heldout.ledger import append, read_ledger, verify_chain
-from heldout.lock import LEDGER, SEALED_TEST, TestSetAccessError, sealing
-from heldout.tracking import TrackingConfig, runs_touching_test_split
+from heldout.custody.audit import audit
+from heldout.custody.ledger import append, read_ledger, verify_chain
+from heldout.custody.lock import LEDGER, SEALED_TEST, TestSetAccessError, sealing
 from stages import rollouts, score, select, split
 from stages import test as test_stage
+from stages.tracking import TrackingConfig, runs_touching_test_split
 from tests.conftest import configure_small_project, copy_project
 
 

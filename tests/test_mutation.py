@@ -4,8 +4,8 @@ import ast
 
 import pytest
 
-from heldout.mutation import OPERATORS, mutants
-from heldout.tasks import load_tasks
+from heldout.agents.mutation import OPERATORS, mutants
+from heldout.tasks.sources import load_tasks
 
 PROMPT = "def clip(xs, lo):\n    '''Values of xs at least lo, and at most 10.'''\n"
 REFERENCE = (

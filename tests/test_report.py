@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from heldout.episodes.episode import rollout_table
 from heldout.report import (
     BETTER,
     NO_DIFFERENCE,
@@ -22,8 +23,7 @@ from heldout.report import (
 )
 from heldout.report.document import report_document
 from heldout.report.render import render_markdown
-from heldout.rollout import rollout_table
-from heldout.scores import IncomparableRolloutsError
+from heldout.statistics.counts import IncomparableRolloutsError
 from tests.browser import render
 
 HARNESS = "a" * 64

@@ -14,10 +14,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from heldout.agents import Completion
-from heldout.errors import AgentError
-from heldout.harness import Harness
-from heldout.rollout import (
+from heldout.agents.protocol import Completion
+from heldout.episodes.episode import (
     ROW_COLUMNS,
     TIMING_COLUMNS,
     Episode,
@@ -25,7 +23,9 @@ from heldout.rollout import (
     rollout_table,
     run_episode,
 )
-from heldout.tasks import load_tasks
+from heldout.episodes.harness import Harness
+from heldout.errors import AgentError
+from heldout.tasks.sources import load_tasks
 from stages import rollouts, split
 from tests.conftest import configure_small_project
 

@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from heldout.episodes.judge import NO_MARKER_NOTE, score
 from heldout.errors import SandboxError
-from heldout.sandbox import DEFAULT_IMAGE, ExecResult, Program, SandboxConfig, make_sandbox
+from heldout.sandbox.config import SandboxConfig, make_sandbox
+from heldout.sandbox.protocol import DEFAULT_IMAGE, ExecResult, Program
 from heldout.sandbox.subprocess import namespaces_available
-from heldout.scoring import NO_MARKER_NOTE, score
-from heldout.tasks import Task
+from heldout.tasks.record import Task
 
 REPO = Path(__file__).resolve().parent.parent
 BACKENDS = ("subprocess", "docker")

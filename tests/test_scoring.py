@@ -10,10 +10,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from heldout.episodes.judge import NO_MARKER_NOTE, _judge, build_program, score, score_many
 from heldout.errors import SandboxError
-from heldout.sandbox import ExecResult
-from heldout.scoring import NO_MARKER_NOTE, _judge, build_program, score, score_many
-from heldout.tasks import Task, TaskRuntime, load_tasks
+from heldout.sandbox.protocol import ExecResult
+from heldout.tasks.record import Task, TaskRuntime
+from heldout.tasks.sources import load_tasks
 from tests.test_sandbox import (  # noqa: F401 (fixtures)
     BACKENDS,
     docker_sandbox,

@@ -10,14 +10,15 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from heldout.errors import SplitError
-from heldout.split import (
+from heldout.tasks.record import Task, tasks_digest
+from heldout.tasks.sources import load_tasks
+from heldout.tasks.split import (
     SPLITS,
     SplitConfig,
     assign,
     build_manifest,
     split_digest,
 )
-from heldout.tasks import Task, load_tasks, tasks_digest
 from tests.conftest import task_record
 
 FRACTIONS = {"train": 0.3, "val": 0.35, "test": 0.35}
@@ -85,7 +86,7 @@ def test_the_salt_redeals_the_groups():
 
 
 ASSIGN_IN_CHILD = (
-    "import json; from heldout.split import assign; from heldout.tasks import load_tasks;"
+    "import json; from heldout.tasks.split import assign; from heldout.tasks import load_tasks;"
     "s = assign(load_tasks('humaneval'), 'heldout-2026', "
     "{'train': 0.3, 'val': 0.35, 'test': 0.35});"
     "print(json.dumps({n: [t.id for t in ts] for n, ts in s.items()}))"

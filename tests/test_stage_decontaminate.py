@@ -19,8 +19,9 @@ import yaml
 
 from heldout.contamination import ContaminationError
 from heldout.errors import InputFileError
-from heldout.split import SplitConfig, assign
-from heldout.tasks import Task, load_tasks
+from heldout.tasks.record import Task
+from heldout.tasks.sources import load_tasks
+from heldout.tasks.split import SplitConfig, assign
 from scripts.make_training_corpus import LEAKS
 from stages import decontaminate, split
 from tests.conftest import REPO, write_jsonl

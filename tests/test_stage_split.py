@@ -8,11 +8,11 @@ from pathlib import Path
 import mlflow
 import pytest
 
+from heldout.custody.lock import sealing
+from heldout.custody.seal import unseal
 from heldout.errors import ParamsError, SplitError
-from heldout.lock import sealing
-from heldout.seal import unseal
-from heldout.split import split_digest
-from heldout.tasks import load_jsonl_bytes, load_tasks
+from heldout.tasks.sources import load_jsonl_bytes, load_tasks
+from heldout.tasks.split import split_digest
 from stages import split
 from tests.conftest import task_record, write_jsonl
 

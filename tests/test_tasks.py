@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from heldout.errors import InputFileError
-from heldout.tasks import Task, load_tasks, tasks_digest
+from heldout.tasks.record import Task, tasks_digest
+from heldout.tasks.sources import load_tasks
 from tests.conftest import task_record, write_jsonl
 
 

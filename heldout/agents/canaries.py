@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from heldout.agents import AgentContext, AgentSettings, Completion
+from heldout.agents.protocol import AgentContext, AgentSettings, Completion
 from heldout.errors import AgentError
-from heldout.tasks import Task
+from heldout.tasks.record import Task
 
 
 class OracleAgent:

@@ -9,9 +9,9 @@ from typing import Any
 
 from pydantic import Field
 
-from heldout.agents import AgentContext, AgentSettings, Completion, task_view
+from heldout.agents.protocol import AgentContext, AgentSettings, Completion, task_view
 from heldout.errors import AgentError
-from heldout.tasks import Task
+from heldout.tasks.record import Task
 
 
 class CommandSettings(AgentSettings):

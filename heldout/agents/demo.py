@@ -1,7 +1,7 @@
 """The embedded default's checkpoints: synthetic policies, not models.
 
 A demo checkpoint answers each episode with the task's reference solution or with one of its
-mutants (heldout.mutation). The probability of the reference is a logistic function of the
+mutants (heldout.agents.mutation). The probability of the reference is a logistic function of the
 checkpoint's `skill` minus a per-task difficulty fixed by a hash of the task id; on a share of
 tasks (also fixed by a hash) later checkpoints "narrow": the probability of the right program
 falls by `narrowing`, as reinforcement learning is reported to trade coverage for precision.
@@ -23,10 +23,10 @@ from typing import Any
 
 from pydantic import Field
 
-from heldout.agents import AgentContext, AgentSettings, Completion
+from heldout.agents.mutation import mutants
+from heldout.agents.protocol import AgentContext, AgentSettings, Completion
 from heldout.errors import AgentError
-from heldout.mutation import mutants
-from heldout.tasks import Task
+from heldout.tasks.record import Task
 
 
 class DemoSettings(AgentSettings):

@@ -29,9 +29,9 @@ from pydantic import (
     field_validator,
 )
 
-from heldout.agents import AgentContext, AgentSettings, Completion
+from heldout.agents.protocol import AgentContext, AgentSettings, Completion
 from heldout.errors import AgentError
-from heldout.tasks import NonBlank, Task
+from heldout.tasks.record import NonBlank, Task
 
 _ENVIRONMENT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _FENCE = re.compile(r"[ \t]*```[ \t]*([^\s`]*)")

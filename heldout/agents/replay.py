@@ -12,9 +12,9 @@ from typing import Any
 
 from pydantic import Field
 
-from heldout.agents import AgentContext, AgentSettings, Completion
+from heldout.agents.protocol import AgentContext, AgentSettings, Completion
 from heldout.errors import AgentError, InputFileError, Problem
-from heldout.tasks import Task
+from heldout.tasks.record import Task
 
 
 class ReplaySettings(AgentSettings):

@@ -19,7 +19,7 @@ import pandas as pd
 
 from heldout.report.formatting import interval_points, percent, points, pvalue, short_fingerprint
 from heldout.report.inputs import ROLES, Arm, pair_arms
-from heldout.scores import default_ks
+from heldout.statistics.counts import default_ks
 from heldout.stats import (
     CountsSummary,
     Interval,
@@ -461,7 +461,7 @@ def build_report(
     protocol: ProtocolCard | Mapping[str, Any] | None = None,
     seed: int = 0,
 ) -> dict[str, Any]:
-    """The paired report of `candidate` against `base`, two rollout tables (heldout.rollout
+    """The paired report of `candidate` against `base`, two rollout tables (heldout.episodes.episode
     ROW_COLUMNS; at least heldout.report.inputs.REQUIRED_COLUMNS).
 
     Compared on the task ids both hold (the rest are listed as dropped, with the reason).

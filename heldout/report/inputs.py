@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from heldout.episodes.episode import STATUSES
 from heldout.errors import HeldoutError
 from heldout.report.formatting import short_fingerprint
-from heldout.rollout import STATUSES
-from heldout.scores import IncomparableRolloutsError, per_task_counts
+from heldout.statistics.counts import IncomparableRolloutsError, per_task_counts
 
 ROLES = ("base", "candidate")
 REQUIRED_COLUMNS = ("task_id", "sample", "harness", "passed", "status")

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from heldout.errors import SandboxError
-from heldout.sandbox import ExecResult, Program
+from heldout.sandbox.protocol import ExecResult, Program
 
 RUNNER_PATH = Path(__file__).with_name("runner.py")
 JAIL_PATH = Path(__file__).with_name("jail.py")

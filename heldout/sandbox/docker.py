@@ -25,7 +25,6 @@ import requests
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 
 from heldout.errors import SandboxError
-from heldout.sandbox import DEFAULT_IMAGE, ExecResult, Program
 from heldout.sandbox.base import (
     RUNNER_PATH,
     BatchSandbox,
@@ -35,6 +34,7 @@ from heldout.sandbox.base import (
     program_environment,
     result_from,
 )
+from heldout.sandbox.protocol import DEFAULT_IMAGE, ExecResult, Program
 
 RUNNER_SOURCE = RUNNER_PATH.read_text(encoding="utf-8")
 USER = "65534:65534"  # nobody, in every Debian-like image

@@ -1,4 +1,4 @@
-"""The in-program half of the scorer's completion marker (heldout.scoring builds the program).
+"""The in-program half of the scorer's completion marker (heldout.episodes.judge builds it).
 
 A scored program is this function's source, with the solution (prompt + completion) and the
 tests in place of the two placeholders as string literals, then a call to it. It prints

@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import IO, Any
 
 from heldout.errors import SandboxError
-from heldout.sandbox import ExecResult, Program
 from heldout.sandbox.base import (
     JAIL_PATH,
     RUNNER_PATH,
@@ -40,6 +39,7 @@ from heldout.sandbox.base import (
     program_environment,
     result_from,
 )
+from heldout.sandbox.protocol import ExecResult, Program
 
 NAMESPACES = ("--net", "--mount", "--pid", "--ipc", "--uts", "--fork", "--kill-child",
               "--mount-proc")

@@ -13,14 +13,14 @@ from typing import Any
 
 import pandas as pd
 
-from heldout.agents import Agent
+from heldout.agents.protocol import Agent
 from heldout.canonical import sha256_hex
-from heldout.episode_cache import episode_key
-from heldout.harness import Harness
-from heldout.sandbox import ExecResult, Sandbox
-from heldout.scoring import score
-from heldout.seeds import episode_seed
-from heldout.tasks import Task
+from heldout.episodes.cache import episode_key
+from heldout.episodes.harness import Harness
+from heldout.episodes.judge import score
+from heldout.episodes.seeds import episode_seed
+from heldout.sandbox.protocol import ExecResult, Sandbox
+from heldout.tasks.record import Task
 
 STATUSES = ("ok", "error", "timeout", "truncated", "refused")
 ROW_COLUMNS = {

@@ -2,7 +2,7 @@
 
 Python's audit hook sees only Python-level opens; readers that open files from C (pyarrow's,
 for one) pass under it. So the test split's bytes are encrypted (AES-GCM) under a key that only
-heldout.lock derives, and the hook is the second line of defence, not the only one.
+heldout.custody.lock derives, and the hook is the second line of defence, not the only one.
 
 This stops accidental and casual reads (pandas, pyarrow, numpy, an editor), not a determined
 insider: the key is derived from the manifest, by code in this repository. Sealing is

@@ -11,8 +11,8 @@ import string
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from heldout.canonical import content_digest
-from heldout.sandbox import SandboxConfig
-from heldout.scoring import SCORER_VERSION
+from heldout.episodes.judge import SCORER_VERSION
+from heldout.sandbox.config import SandboxConfig
 
 # How an evaluation is executed, not what it measures: changing them must not change the
 # fingerprint (more workers give the same numbers faster).

@@ -3,10 +3,10 @@
 An access is one (test_version, candidate, base, harness) key. The first access opens; the
 same key again resumes it (a crash, `dvc repro --force`) without counting another access; a
 different key is refused unless a reason is given, and the reason is recorded. Every attempt,
-refused ones included, is a line in the ledger (heldout.ledger).
+refused ones included, is a line in the ledger (heldout.custody.ledger).
 
 Outside a TestLock, a Python audit hook refuses any open of the test split's files and records
-the attempt; the file itself is sealed (heldout.seal) against readers the hook cannot see.
+the attempt; the file itself is sealed (heldout.custody.seal) against readers the hook cannot see.
 """
 
 from __future__ import annotations
@@ -23,10 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from heldout.canonical import content_digest, sha256_hex
+from heldout.custody.ledger import append, read_ledger
+from heldout.custody.seal import SealBrokenError, unseal
 from heldout.errors import HeldoutError
-from heldout.ledger import append, read_ledger
-from heldout.seal import SealBrokenError, unseal
-from heldout.tasks import Task, load_jsonl_bytes
+from heldout.tasks.record import Task
+from heldout.tasks.sources import load_jsonl_bytes
 
 SPLIT_DIR = Path("data/split")
 SEALED_TEST = SPLIT_DIR / "test.sealed"
@@ -92,7 +93,7 @@ def _audit(event: str, args: tuple) -> None:
         for prefix, ledger in _guarded.items():
             if path.startswith(prefix):
                 _refuse(ledger, f"open of {path} outside the test lock: only the test stage "
-                                "may open the test split, inside heldout.lock.TestLock",
+                                "may open the test split, inside heldout.custody.lock.TestLock",
                         {"test_version": None, "candidate": None, "base": None, "harness": None})
     finally:
         _in_hook.reset(token)

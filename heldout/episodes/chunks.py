@@ -16,12 +16,13 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
 
-from heldout.agents import Agent, AgentContext, make_agent
+from heldout.agents.protocol import Agent, AgentContext
+from heldout.agents.registry import make_agent
 from heldout.canonical import content_digest
-from heldout.episode_cache import EpisodeCache
-from heldout.harness import Harness
-from heldout.rollout import Episode, run_episode
-from heldout.sandbox import Sandbox
+from heldout.episodes.cache import EpisodeCache
+from heldout.episodes.episode import Episode, run_episode
+from heldout.episodes.harness import Harness
+from heldout.sandbox.protocol import Sandbox
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from heldout.ledger import ChainBreak
-from heldout.lock import models_evaluated
+from heldout.custody.ledger import ChainBreak
+from heldout.custody.lock import models_evaluated
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """A durable record of finished episodes, so a crashed rollout resumes where it stopped.
 
 It lives outside DVC's outputs (DVC deletes a stage's outputs before running it). Episodes are
-committed as their chunk comes back (heldout.chunks): after a kill -9 the store holds every
+committed as their chunk comes back (heldout.episodes.chunks): after a kill -9 the store holds every
 chunk that finished, and SQLite's journal guarantees it holds no half-written one.
 """
 

@@ -128,7 +128,7 @@ def runs_touching_test_split(project_root: Path, config: TrackingConfig) -> list
     (MLflow filters have no OR, so two searches)."""
     import mlflow
 
-    from heldout.audit import TestAccessRun
+    from heldout.custody.audit import TestAccessRun
 
     client = mlflow.MlflowClient(tracking_uri(project_root))
     experiment = client.get_experiment_by_name(config.experiment)

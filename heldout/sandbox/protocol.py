@@ -1,0 +1,60 @@
+"""Running untrusted programs: the result record and the Sandbox protocol.
+
+Two backends run a program the same way, through `runner.py` (one fresh interpreter per
+program, its own work directory, rlimits, a deadline, capped output):
+- `subprocess` (the default): long-lived runner workers on this machine, each inside fresh
+  network, mount, PID and IPC namespaces, with the host's files out of sight and read-only;
+- `docker`: the runner inside a container with no network, a read-only root and no
+  capabilities, against any Docker Engine API (Docker, or Podman: scripts/container-engine.sh).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+Status = Literal["ok", "failed", "timeout", "oom", "error"]
+DEFAULT_IMAGE = "heldout-python:3.11"  # what scripts/container-engine.sh builds
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """How one program ended. `passed` is exit 0 within the limits; the scorer narrows it to
+    exit 0 *and* its completion marker (heldout.episodes.judge)."""
+
+    passed: bool
+    status: Status
+    exit_code: int | None  # None when the program never started or its end is unknown
+    stdout_tail: str
+    stderr_tail: str
+    exec_s: float
+    network_isolated: bool
+
+
+@dataclass(frozen=True)
+class Program:
+    """A program and what comes with it. `stdin` is read by the program and never written to
+    its files or arguments; `group` lets a backend run related programs together (the docker
+    backend runs one container per group); `image` overrides the docker backend's image."""
+
+    source: str
+    stdin: str = ""
+    group: str | None = None
+    image: str | None = None
+
+
+class Sandbox(Protocol):
+    def run(self, program: str | Program, *, timeout_s: float, memory_mb: int) -> ExecResult:
+        """Run one program to its end, its deadline or a limit."""
+        ...
+
+    def run_many(
+        self, programs: Sequence[str | Program], *, timeout_s: float, memory_mb: int
+    ) -> list[ExecResult]:
+        """Run programs in parallel; the results are in the order of `programs`."""
+        ...
+
+    def close(self) -> None:
+        """Stop the workers or containers this sandbox holds; it may not be used after."""
+        ...

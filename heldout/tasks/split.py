@@ -1,0 +1,113 @@
+"""Split tasks into train / val / test by a salted hash of their group key.
+
+A group's split depends only on (salt, group), never on position or on the other tasks, so
+adding tasks never moves an existing one, and variants of one template never straddle splits.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from heldout.canonical import jsonl_bytes, sha256_hex
+from heldout.errors import SplitError
+from heldout.tasks.record import Task
+
+SPLITS = ("train", "val", "test")
+EVAL_SPLITS = ("val", "test")
+_FRACTION_TOLERANCE = 1e-9
+
+
+class SplitConfig(BaseModel):
+    """`params.split`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    salt: str = Field(min_length=1)
+    fractions: dict[str, float]
+    ngram: int = Field(default=13, ge=1, description="word n-gram length of the fingerprints")
+
+
+def group_position(salt: str, group: str) -> float:
+    """A uniform number in [0, 1) fixed by (salt, group): sha256, so no PYTHONHASHSEED, no
+    platform and no Python version can change it."""
+    digest = hashlib.sha256(f"{salt}\x00{group}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def check_fractions(fractions: Mapping[str, float]) -> None:
+    keys = set(fractions)
+    if keys != set(SPLITS):
+        missing = ", ".join(s for s in SPLITS if s not in keys) or "none"
+        extra = ", ".join(sorted(keys - set(SPLITS))) or "none"
+        raise SplitError(
+            f"split.fractions must name exactly train, val and test (missing: {missing}; "
+            f"unknown: {extra})"
+        )
+    for name in SPLITS:
+        if not 0 < fractions[name] < 1:
+            raise SplitError(
+                f"split.fractions.{name} is {fractions[name]}: each fraction must lie strictly "
+                "between 0 and 1, or that split is empty"
+            )
+    total = sum(fractions.values())
+    if abs(total - 1) > _FRACTION_TOLERANCE:
+        raise SplitError(
+            f"split.fractions sum to {total:.6g}, not 1 "
+            f"(train {fractions['train']}, val {fractions['val']}, test {fractions['test']})"
+        )
+
+
+def assign(tasks: list[Task], salt: str, fractions: Mapping[str, float]) -> dict[str, list[Task]]:
+    """Tasks of each split, each list sorted by id. Refuses fractions that do not sum to 1 or
+    that leave a split empty on these tasks."""
+    check_fractions(fractions)
+    upper_bounds = [fractions["train"], fractions["train"] + fractions["val"]]
+    splits: dict[str, list[Task]] = {name: [] for name in SPLITS}
+    for task in sorted(tasks, key=lambda t: t.id):
+        position = group_position(salt, task.group)
+        index = sum(position >= bound for bound in upper_bounds)
+        splits[SPLITS[index]].append(task)
+    empty = [name for name in SPLITS if not splits[name]]
+    if empty:
+        groups = len({t.group for t in tasks})
+        raise SplitError(
+            f"split '{empty[0]}' would be empty: {len(tasks)} tasks in {groups} groups with "
+            f"fractions {dict(fractions)} leave no group in it; raise "
+            f"split.fractions.{empty[0]}, add tasks, or use finer groups"
+        )
+    return splits
+
+
+def split_records(tasks: list[Task]) -> bytes:
+    """The bytes of a split file: canonical JSONL sorted by id."""
+    return jsonl_bytes(t.to_record() for t in sorted(tasks, key=lambda t: t.id))
+
+
+def split_digest(tasks: list[Task]) -> str:
+    """The split's name: sha256 of its canonical file, so `sha256sum` on the file checks it."""
+    return sha256_hex(split_records(tasks))
+
+
+def to_test_version(test_digest: str) -> str:
+    return f"t-{test_digest[:12]}"
+
+
+def build_manifest(
+    source: str, source_digest: str, config: SplitConfig, splits: dict[str, list[Task]]
+) -> dict[str, Any]:
+    digests = {name: split_digest(tasks) for name, tasks in splits.items()}
+    return {
+        "source": source,
+        "source_digest": source_digest,
+        "salt": config.salt,
+        "fractions": {name: config.fractions[name] for name in SPLITS},
+        "counts": {name: len(splits[name]) for name in SPLITS},
+        "groups": {name: len({t.group for t in splits[name]}) for name in SPLITS},
+        "digests": digests,
+        "test_version": to_test_version(digests["test"]),
+        "fingerprints": {"ngram": config.ngram},
+    }
