@@ -28,19 +28,12 @@ from pathlib import Path
 # The leak generators live in scripts/, which is not an installed package.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from heldout.contamination import (  # noqa: E402
-    DecontaminateConfig,
-    EvalIndex,
-    TrainingCorpus,
-    corpus_items,
-    scan_source,
-)
-from heldout.fingerprints import (  # noqa: E402
-    ngram_hashes,
-    normalize_text,
-    split_fingerprints,
-    word_hashes,
-)
+from heldout.contamination.config import DecontaminateConfig  # noqa: E402
+from heldout.contamination.fingerprints import split_fingerprints  # noqa: E402
+from heldout.contamination.index import EvalIndex  # noqa: E402
+from heldout.contamination.scan import scan_source  # noqa: E402
+from heldout.contamination.sources import TrainingCorpus, corpus_items  # noqa: E402
+from heldout.contamination.text import ngram_hashes, normalize_text, word_hashes  # noqa: E402
 from heldout.tasks.sources import Task  # noqa: E402
 from scripts.make_training_corpus import LEAKS  # noqa: E402
 

@@ -1,7 +1,7 @@
 """The score stage at scale, by hand: `.venv/bin/python benchmarks/bench_score_scale.py`.
 
 10,000 val tasks × 100 samples × 10 checkpoints = 10 million rollout rows, written as the
-rollouts stage writes them (every column of heldout.episodes.episode.ROW_COLUMNS, one
+rollouts stage writes them (every column of heldout.episodes.rows.ROW_COLUMNS, one
 Parquet file per checkpoint), then `stages.score.run` on them in a fresh process, so that
 the peak resident memory reported is the stage's own. Goals: at most 60 s and 4 GB.
 
@@ -92,7 +92,7 @@ def write_project_files(project: Path, shape: Shape) -> dict[str, Any]:
     rollouts. Returns the params."""
     from heldout.tasks.record import tasks_digest
     from heldout.tasks.sources import load_tasks
-    from stages.common import MANIFEST, split_file
+    from stages.catalog import MANIFEST, split_file
 
     val = project / split_file("val")
     val.parent.mkdir(parents=True, exist_ok=True)
@@ -167,9 +167,9 @@ def completion_pool(rng: np.random.Generator) -> list[str]:
 
 def rollout_frame(name: str, skill: float, grid: EpisodeGrid, harness_fingerprint: str,
                   rng: np.random.Generator) -> pd.DataFrame:
-    """One checkpoint's rollout table, typed and sorted as heldout.episodes.episode.rollout_table
+    """One checkpoint's rollout table, typed and sorted as heldout.episodes.rows.rollout_table
     makes it."""
-    from heldout.episodes.episode import ROW_COLUMNS
+    from heldout.episodes.rows import ROW_COLUMNS
 
     rows = grid.sample.size
     log_odds = grid.task_log_odds[grid.task_index] + skill

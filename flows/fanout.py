@@ -19,8 +19,8 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from flows.orchestration import OrchestrationConfig
 from heldout.environment import find_project_root
 from heldout.episodes.chunks import Chunk, EpisodeWork, run_chunk
+from heldout.episodes.rollout import RolloutsConfig
 from stages.common import read_params, section
-from stages.rollouts import RolloutsConfig
 
 
 @task(name="episodes", task_run_name="{work.label}[{index}]", cache_policy=NO_CACHE)

@@ -11,6 +11,8 @@ code back. DVC still runs its own command and decides everything else. If the st
 there, the command starts cold, as it always could.
 
 Only the standard library here: the forwarding side runs before anything heavy is imported.
+The starter's entry point is flows/starter.py, which hands `serve` the `heldout` command to
+become: this module never imports the command, so the two do not import each other.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
@@ -35,9 +37,10 @@ _REQUEST_LIMIT = 1 << 20
 # What a stage imports, in the starter, before any fork. Nothing here may start a thread:
 # a fork copies only the forking thread.
 PRELOAD = ("flows.decontaminate", "flows.report", "flows.rollouts", "flows.score",
-           "flows.select", "flows.split", "flows.test", "flows.cli", "mlflow",
+           "flows.select", "flows.split", "flows.test", "mlflow",
            "mlflow.tracking", "mlflow.store.tracking.sqlalchemy_store", "prefect.flow_engine",
-           "matplotlib.pyplot", "scipy.stats", "pyarrow.parquet")
+           "matplotlib.figure", "matplotlib.backends.backend_agg", "scipy.stats",
+           "pyarrow.parquet")
 
 
 @contextmanager
@@ -48,7 +51,7 @@ def warm_starts(root: Path) -> Iterator[None]:
         return
     folder = Path(tempfile.mkdtemp(prefix="heldout-warm-"))  # unix socket paths are short
     path = folder / "starter.sock"
-    starter = subprocess.Popen([sys.executable, "-m", "flows.warm", str(path)], cwd=root,
+    starter = subprocess.Popen([sys.executable, "-m", "flows.starter", str(path)], cwd=root,
                                stdin=subprocess.DEVNULL, start_new_session=True)
     os.environ[WARM_ENV] = f"{starter.pid}:{path}"
     try:
@@ -99,12 +102,11 @@ def _alive(pid: str) -> bool:
     return True
 
 
-def _serve(path: Path) -> None:
+def serve(path: Path, become: Callable[[], object]) -> None:
+    """Import what stages need, then listen at `path`; each request forks a child that runs
+    `become` (the `heldout` command) with the caller's argv, folder, environment and stdio."""
     import importlib
 
-    import matplotlib
-
-    matplotlib.use("Agg")
     for module in PRELOAD:
         importlib.import_module(module)
     if threading.active_count() != 1:
@@ -117,10 +119,12 @@ def _serve(path: Path) -> None:
     while True:
         connection, _ = listener.accept()
         with connection:
-            _start_one(listener, connection)
+            _start_one(listener, connection, become)
 
 
-def _start_one(listener: socket.socket, connection: socket.socket) -> None:
+def _start_one(
+    listener: socket.socket, connection: socket.socket, become: Callable[[], object]
+) -> None:
     message, fds, _, _ = socket.recv_fds(connection, _REQUEST_LIMIT, 3)
     request = json.loads(message)
     if _settings(request["env"]) != _settings(os.environ):
@@ -132,7 +136,7 @@ def _start_one(listener: socket.socket, connection: socket.socket) -> None:
     pid = os.fork()
     if pid == 0:
         listener.close()
-        _become_stage(connection, request, fds)
+        _become_stage(connection, request, fds, become)
     for fd in fds:
         os.close(fd)
     code = _wait(pid, connection)
@@ -144,7 +148,9 @@ def _settings(env: dict[str, str] | os._Environ) -> dict[str, str]:
     return {k: v for k, v in env.items() if k.startswith(("PREFECT_", "MLFLOW_"))}
 
 
-def _become_stage(connection: socket.socket, request: dict, fds: list[int]) -> None:
+def _become_stage(
+    connection: socket.socket, request: dict, fds: list[int], become: Callable[[], object]
+) -> None:
     connection.close()
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
@@ -154,9 +160,7 @@ def _become_stage(connection: socket.socket, request: dict, fds: list[int]) -> N
     os.environ.update(request["env"])
     os.environ.pop(WARM_ENV, None)
     sys.argv = ["heldout", *request["argv"]]
-    from flows.cli import main
-
-    main()
+    become()
     sys.exit(0)
 
 
@@ -173,7 +177,3 @@ def _wait(pid: int, connection: socket.socket) -> int:
                 return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
     finally:
         os.close(child)
-
-
-if __name__ == "__main__":
-    _serve(Path(sys.argv[1]))

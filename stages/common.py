@@ -14,13 +14,22 @@ import pandas as pd
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from heldout.custody.lock import SEALED_TEST, install_guard
+from heldout.canonical import sha256_hex
+from heldout.custody.guard import install_guard
 from heldout.environment import find_project_root
 from heldout.errors import ParamsError, StageError
 from heldout.tasks.record import Task
+from stages.catalog import (
+    EXCLUDED,
+    MANIFEST,
+    PARAMS_FILE,
+    PER_TASK,
+    SCORES,
+    SEALED_TEST,
+    split_file,
+)
 from stages.tracking import StageRun, TrackingConfig, stage_run
 
-PARAMS_FILE = "params.yaml"
 Section = TypeVar("Section", bound=BaseModel)
 
 
@@ -77,14 +86,24 @@ def project_root(root: Path | None) -> Path:
     return root
 
 
-SPLIT_DIR = Path("data/split")
-MANIFEST = SPLIT_DIR / "manifest.json"
-FINGERPRINT_DIR = SPLIT_DIR / "fingerprints"
+def checkpoint_settings(params: dict[str, Any], name: str) -> dict[str, Any]:
+    """`params.checkpoints.<name>`: `{agent: <kind>, ...settings}`."""
+    checkpoints = params.get("checkpoints") or {}
+    if name not in checkpoints:
+        raise ParamsError(
+            f"params.yaml: checkpoints.{name}: no such checkpoint; the checkpoints are "
+            f"{', '.join(checkpoints) or 'none'}"
+        )
+    settings = checkpoints[name]
+    if not isinstance(settings, dict):
+        raise ParamsError(f"params.yaml: checkpoints.{name}: expected a mapping with 'agent'")
+    return settings
 
 
-def split_file(name: str) -> Path:
-    """train or val; the test split is sealed (heldout.custody.lock.SEALED_TEST)."""
-    return SPLIT_DIR / f"{name}.jsonl"
+def val_scores_digest(root: Path) -> str:
+    """What a selection is computed from: the val scores and per-task counts, byte for byte.
+    The select stage records it; the test stage refuses a selection whose digest is stale."""
+    return sha256_hex((root / SCORES).read_bytes() + (root / PER_TASK).read_bytes())
 
 
 def protocol_tags(manifest: dict[str, Any]) -> dict[str, str]:
@@ -120,8 +139,6 @@ def log_split_input(
         source=root / (SEALED_TEST if name == "test" else split_file(name)),
     )
 
-
-EXCLUDED = Path("data/decontam/excluded.json")
 
 
 def eval_view(root: Path, split: str, tasks: list[Task]) -> list[Task]:

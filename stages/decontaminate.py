@@ -11,45 +11,40 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from heldout.contamination import (
-    METHODS,
-    TRAIN_SPLIT_SOURCE,
+from heldout.contamination.config import DecontaminateConfig
+from heldout.contamination.index import METHODS, EvalIndex
+from heldout.contamination.report import (
     ContaminationError,
-    DecontaminateConfig,
-    EvalIndex,
-    TrainingCorpus,
     build_report,
-    corpus_items,
     describe_leaks,
     report_table,
-    scan_source,
+)
+from heldout.contamination.scan import scan_source
+from heldout.contamination.sources import (
+    TRAIN_SPLIT_SOURCE,
+    TrainingCorpus,
+    corpus_items,
     task_items,
 )
 from heldout.errors import InputFileError, Problem, StageError
 from heldout.files import json_bytes, staged_outputs
 from heldout.tasks.sources import load_tasks
 from heldout.tasks.split import EVAL_SPLITS, split_digest, split_records
+from stages.catalog import DECONTAM_REPORT, DECONTAM_TRAIN, EXCLUDED, fingerprint_file, split_file
 from stages.common import (
-    FINGERPRINT_DIR,
     log_split_input,
     project_root,
     protocol_tags,
     read_manifest,
     read_params,
     section,
-    split_file,
     tracked_stage,
 )
 from stages.tracking import StageRun
 
-DECONTAM_DIR = Path("data/decontam")
-TRAIN = DECONTAM_DIR / "train.jsonl"
-REPORT = DECONTAM_DIR / "report.json"
-EXCLUDED = DECONTAM_DIR / "excluded.json"
-
 
 def read_fingerprints(root: Path, name: str, manifest: dict[str, Any]) -> dict[str, Any]:
-    path = root / FINGERPRINT_DIR / f"{name}.json"
+    path = root / fingerprint_file(name)
     if not path.is_file():
         raise StageError(f"{path}: missing; run the split stage first (dvc repro)")
     fingerprints = json.loads(path.read_text(encoding="utf-8"))
@@ -105,11 +100,11 @@ def run(root: Path | None = None) -> dict[str, Any]:
             raise ContaminationError(describe_leaks(report))
 
         with staged_outputs() as outputs:
-            outputs.write_bytes(root / TRAIN, split_records(kept))
-            outputs.write_json(root / REPORT, report)
+            outputs.write_bytes(root / DECONTAM_TRAIN, split_records(kept))
+            outputs.write_json(root / DECONTAM_REPORT, report)
             outputs.write_json(root / EXCLUDED, {"policy": config.policy,
                                                  **report["excluded_eval_ids"]})
-        for path in (REPORT, EXCLUDED):
+        for path in (DECONTAM_REPORT, EXCLUDED):
             mlflow_run.log_artifact(root / path, "decontam")
         log_split_input(mlflow_run, root, manifest, "train", train)
         log_split_input(mlflow_run, root, manifest, "val", val)
@@ -131,6 +126,6 @@ def metrics(report: dict[str, Any]) -> dict[str, float]:
 
 def log_report(mlflow_run: StageRun, report: dict[str, Any]) -> None:
     with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / REPORT.name
+        path = Path(folder) / DECONTAM_REPORT.name
         path.write_bytes(json_bytes(report))
         mlflow_run.log_artifact(path, "decontam")

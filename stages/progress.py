@@ -6,7 +6,6 @@ from __future__ import annotations
 import sys
 import time
 from collections import Counter
-from types import TracebackType
 
 from rich.console import Console
 from rich.progress import (
@@ -20,11 +19,12 @@ from rich.progress import (
 
 
 class EpisodeProgress:
-    """Counts finished episodes by status; `advance` is safe to call from one thread only (the
-    collector's), which is where results arrive."""
+    """Counts finished episodes by status, as a heldout.episodes.rollout.EpisodeObserver;
+    `advance` is safe to call from one thread only (the collector's), which is where results
+    arrive."""
 
-    def __init__(self, label: str, total: int, every_s: float = 10.0):
-        self.label, self.total, self.every_s = label, total, every_s
+    def __init__(self, label: str, every_s: float = 10.0):
+        self.label, self.total, self.every_s = label, 0, every_s
         self.statuses: Counter[str] = Counter()
         self.done = self.cached = self.passed = 0
         self.started = time.perf_counter()
@@ -42,12 +42,12 @@ class EpisodeProgress:
         )
         self._bar_task = None
 
-    def __enter__(self) -> EpisodeProgress:
+    def start(self, total: int) -> None:
+        self.total = total
+        self.started = self._last_line = time.perf_counter()
         if self._bar is not None:
             self._bar.start()
-            self._bar_task = self._bar.add_task(self.label, total=self.total, rate="-",
-                                                summary="")
-        return self
+            self._bar_task = self._bar.add_task(self.label, total=total, rate="-", summary="")
 
     def advance(self, row: dict, cached: bool) -> None:
         self.done += 1
@@ -78,10 +78,7 @@ class EpisodeProgress:
             parts.append(f"resumed {self.cached}")
         return ", ".join(parts)
 
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def finish(self) -> None:
         self.finished = time.perf_counter()
         if self._bar is not None:
             self._bar.stop()

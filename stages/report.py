@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from heldout.custody.ledger import read_ledger
-from heldout.custody.lock import LEDGER, accesses, models_evaluated
+from heldout.custody.lock import accesses, models_evaluated
 from heldout.episodes.harness import Harness
 from heldout.files import staged_outputs
 from heldout.report import build_report, headline_markdown, read_rollouts, stage_report
+from stages.catalog import ACCESS, LEDGER, REPORTS, SELECTION, TEST_METRICS, test_rollout_file
 from stages.common import (
     project_root,
     protocol_tags,
@@ -20,11 +21,6 @@ from stages.common import (
     section,
     tracked_stage,
 )
-from stages.select import SELECTION
-from stages.test import ACCESS, TEST_ROLLOUTS
-
-REPORTS = Path("reports")
-TEST_METRICS = Path("metrics/test.json")
 
 
 def protocol_card(root: Path, manifest: dict, harness: Harness, access: dict) -> dict[str, Any]:
@@ -60,19 +56,19 @@ def run(root: Path | None = None) -> dict[str, Any]:
             "harness": harness.fingerprint(), "candidate": access["candidate"],
             "base": access["base"]})
         report = build_report(
-            read_rollouts(root / TEST_ROLLOUTS / "base.parquet"),
-            read_rollouts(root / TEST_ROLLOUTS / "candidate.parquet"),
+            read_rollouts(root / test_rollout_file("base")),
+            read_rollouts(root / test_rollout_file("candidate")),
             groups=access["groups"],
             protocol=protocol_card(root, manifest, harness, access),
         )
         with staged_outputs() as outputs:
             written = stage_report(report, root / REPORTS, outputs)
-            outputs.write_json(root / TEST_METRICS, report["metrics"])
+            outputs.write_json(root / TEST_METRICS, report.metrics)
         print(headline_markdown(report))
-        mlflow_run.log_metrics({k: v for k, v in report["metrics"].items()
+        mlflow_run.log_metrics({k: v for k, v in report.metrics.items()
                                 if isinstance(v, int | float)})
         for path in written:
             mlflow_run.log_artifact(path, "report" if path.parent == root / REPORTS
                                     else "report/figures")
         mlflow_run.log_artifact(root / TEST_METRICS, "report")
-    return report
+    return report.to_json()

@@ -8,11 +8,12 @@ from typing import Any
 
 import pandas as pd
 
-from heldout.episodes.episode import rollout_table
 from heldout.episodes.harness import Harness
+from heldout.episodes.rollout import RolloutsConfig, roll_out
+from heldout.episodes.rows import rollout_table
 from heldout.errors import StageError
-from heldout.figures import pass_at_k_curves
 from heldout.files import staged_outputs
+from heldout.report.figures import checkpoints_pass_at_k_figure
 from heldout.statistics.counts import (
     CanaryError,
     canary_failures,
@@ -24,6 +25,15 @@ from heldout.statistics.counts import (
     summarize_checkpoint,
 )
 from heldout.tasks.sources import load_tasks
+from stages.catalog import (
+    PASSK_CSV,
+    PASSK_PNG,
+    PER_TASK,
+    SCORES,
+    VAL_METRICS,
+    rollout_file,
+    split_file,
+)
 from stages.common import (
     eval_view,
     log_split_input,
@@ -32,16 +42,10 @@ from stages.common import (
     read_manifest,
     read_params,
     section,
-    split_file,
     tracked_stage,
 )
-from stages.rollouts import ROLLOUT_DIR, RolloutsConfig, roll_out
+from stages.progress import EpisodeProgress
 
-SCORES = Path("data/scores/val.json")
-PER_TASK = Path("data/scores/val_per_task.parquet")
-METRICS = Path("metrics/val.json")
-PASSK_CSV = Path("plots/val_passk.csv")
-PASSK_PNG = Path("plots/val_passk.png")
 CANARIES = {"oracle": {"agent": "oracle"}, "blind": {"agent": "blind"}}
 # What scoring reads of a rollout file. The completions and their hashes, most of its bytes,
 # are left on disk; the strings that repeat down the rows are read dictionary-encoded (as
@@ -54,7 +58,7 @@ def read_rollouts(root: Path, checkpoints: list[str]) -> dict[str, pd.DataFrame]
     """Each checkpoint's episodes, the columns scoring needs only."""
     tables = {}
     for name in checkpoints:
-        path = root / ROLLOUT_DIR / f"{name}.parquet"
+        path = root / rollout_file(name)
         if not path.is_file():
             raise StageError(f"{path}: missing; run the rollouts of '{name}' first (dvc repro)")
         tables[name] = pd.read_parquet(path, columns=SCORED_COLUMNS,
@@ -69,7 +73,8 @@ def run_canaries(root: Path, params: dict[str, Any], harness: Harness) -> dict[s
     single = harness.model_copy(update={"n": 1})
     counts, episodes_s = {}, 0.0
     for name, settings in CANARIES.items():
-        rows, progress = roll_out(root, f"canary:{name}", settings, tasks, single, config)
+        progress = EpisodeProgress(f"canary:{name}")
+        rows = roll_out(root, f"canary:{name}", settings, tasks, single, config, progress)
         counts[name] = per_task_counts(rollout_table(name, rows))
         episodes_s += progress.elapsed()
     failures = canary_failures(counts["oracle"], counts["blind"])
@@ -119,15 +124,15 @@ def run(root: Path | None = None) -> dict[str, Any]:
         with staged_outputs() as outputs:
             outputs.write_json(root / SCORES, scores)
             counts.to_parquet(outputs.path(root / PER_TASK), index=False)
-            outputs.write_json(root / METRICS, dvc_metrics(summaries))
+            outputs.write_json(root / VAL_METRICS, dvc_metrics(summaries))
             outputs.write_bytes(root / PASSK_CSV, passk_csv(curves).encode())
-            pass_at_k_curves(curves, outputs.path(root / PASSK_PNG),
-                             title=f"val pass@k, {summaries[checkpoints[0]]['n_tasks']} tasks",
-                             highlight=params.get("base"))
+            outputs.write_bytes(root / PASSK_PNG, checkpoints_pass_at_k_figure(
+                curves, title=f"val pass@k, {summaries[checkpoints[0]]['n_tasks']} tasks",
+                highlight=params.get("base")))
 
         for name, summary in summaries.items():
             mlflow_run.log_metrics(flat_metrics(summary, prefix=f"{name}."))
-        for path in (SCORES, PER_TASK, METRICS, PASSK_CSV, PASSK_PNG):
+        for path in (SCORES, PER_TASK, VAL_METRICS, PASSK_CSV, PASSK_PNG):
             mlflow_run.log_artifact(root / path, "scores")
         log_split_input(mlflow_run, root, manifest, "val", load_tasks(root / split_file("val")))
     return scores

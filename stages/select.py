@@ -11,9 +11,10 @@ from typing import Any
 
 import pandas as pd
 
-from heldout.canonical import content_digest, sha256_hex
+from heldout.canonical import content_digest
 from heldout.files import staged_outputs
 from heldout.statistics.selection import SelectConfig, select_checkpoint
+from stages.catalog import PER_TASK, SCORES, SELECTION
 from stages.common import (
     project_root,
     protocol_tags,
@@ -21,15 +22,8 @@ from stages.common import (
     read_params,
     section,
     tracked_stage,
+    val_scores_digest,
 )
-from stages.score import PER_TASK, SCORES
-
-SELECTION = Path("data/selection.json")
-
-
-def val_scores_digest(root: Path) -> str:
-    """What the selection was computed from: the val scores and per-task counts, byte for byte."""
-    return sha256_hex((root / SCORES).read_bytes() + (root / PER_TASK).read_bytes())
 
 
 def run(root: Path | None = None) -> dict[str, Any]:

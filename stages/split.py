@@ -6,10 +6,10 @@ from pathlib import Path
 from typing import Any
 
 from heldout.canonical import canonical_json
-from heldout.custody.lock import SEALED_TEST, sealing
+from heldout.contamination.fingerprints import split_fingerprints
+from heldout.custody.guard import sealing
 from heldout.custody.seal import seal
 from heldout.files import staged_outputs
-from heldout.fingerprints import split_fingerprints
 from heldout.tasks.record import tasks_digest
 from heldout.tasks.sources import TasksConfig, load_tasks
 from heldout.tasks.split import (
@@ -20,15 +20,13 @@ from heldout.tasks.split import (
     build_manifest,
     split_records,
 )
+from stages.catalog import FINGERPRINT_DIR, MANIFEST, SEALED_TEST, fingerprint_file, split_file
 from stages.common import (
-    FINGERPRINT_DIR,
-    MANIFEST,
     log_split_input,
     project_root,
     protocol_tags,
     read_params,
     section,
-    split_file,
     tracked_stage,
 )
 
@@ -55,9 +53,8 @@ def run(root: Path | None = None) -> dict[str, Any]:
                     name, manifest["digests"][name], splits[name], config.ngram
                 )
                 # Compact: tens of thousands of hashes, read by programs, not people.
-                outputs.write_bytes(
-                    root / FINGERPRINT_DIR / f"{name}.json", canonical_json(fingerprints).encode()
-                )
+                outputs.write_bytes(root / fingerprint_file(name),
+                                    canonical_json(fingerprints).encode())
             outputs.write_json(root / MANIFEST, manifest)
 
         mlflow_run.set_tags(protocol_tags(manifest) | {"tasks_digest": manifest["source_digest"]})

@@ -12,21 +12,17 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from heldout.canonical import content_digest
+from heldout.custody.guard import TestSetAccessError
 from heldout.custody.ledger import read_ledger
-from heldout.custody.lock import (
-    LEDGER,
-    AccessKey,
-    TestLock,
-    TestSetAccessError,
-    accesses,
-    models_evaluated,
-    refuse,
-)
+from heldout.custody.lock import AccessKey, TestLock, accesses, models_evaluated, refuse
 from heldout.episodes.chunks import ChunkExecutor
-from heldout.episodes.episode import TIMING_COLUMNS, rollout_table
 from heldout.episodes.harness import Harness
+from heldout.episodes.rollout import RolloutsConfig, roll_out
+from heldout.episodes.rows import TIMING_COLUMNS, rollout_table
 from heldout.files import staged_outputs
+from stages.catalog import ACCESS, LEDGER, SELECTION, test_rollout_file
 from stages.common import (
+    checkpoint_settings,
     eval_view,
     git_commit,
     log_split_input,
@@ -36,12 +32,10 @@ from stages.common import (
     read_params,
     section,
     tracked_stage,
+    val_scores_digest,
 )
-from stages.rollouts import RolloutsConfig, checkpoint_settings, roll_out
-from stages.select import SELECTION, val_scores_digest
+from stages.progress import EpisodeProgress
 
-TEST_ROLLOUTS = Path("data/test/rollouts")
-ACCESS = Path("data/test/access.json")
 ARMS = ("candidate", "base")
 
 
@@ -109,8 +103,9 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
             log_split_input(mlflow_run, root, manifest, "test", tasks)
             tables, episodes_s = {}, 0.0
             for arm, name in names.items():
-                rows, progress = roll_out(root, f"test:{name}", settings[arm], tasks, harness,
-                                          config, execute)
+                progress = EpisodeProgress(f"test:{name}")
+                rows = roll_out(root, f"test:{name}", settings[arm], tasks, harness, config,
+                                progress, execute)
                 tables[arm] = rollout_table(name, rows)
                 episodes_s += progress.elapsed()
             digest = result_digest(tables)
@@ -127,14 +122,13 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
             }
             with staged_outputs() as outputs:
                 for arm, table in tables.items():
-                    table.to_parquet(outputs.path(root / TEST_ROLLOUTS / f"{arm}.parquet"),
-                                     index=False)
+                    table.to_parquet(outputs.path(root / test_rollout_file(arm)), index=False)
                 outputs.write_json(root / ACCESS, access)
             lock.close(digest)
         mlflow_run.log_metrics({f"{arm}_episode_pass_rate": float(t["passed"].mean())
                                 for arm, t in tables.items()}
                                | {"accesses_of_this_test_version": len(opened),
                                   "episodes_s": episodes_s})
-        for path in (*(TEST_ROLLOUTS / f"{arm}.parquet" for arm in ARMS), ACCESS):
+        for path in (*map(test_rollout_file, ARMS), ACCESS):
             mlflow_run.log_artifact(root / path, "test")
     return access

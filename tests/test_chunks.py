@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from flows.summary import StageOutcome, outcomes_after_failure, pipeline_summary, stage_metric
-from heldout.episodes import chunks
 from heldout.agents.protocol import AgentContext
+from heldout.episodes import chunks
 from heldout.episodes.cache import EpisodeCache
 from heldout.episodes.chunks import EpisodeWork, chunked, collect_rollouts, in_threads, run_chunk
 from heldout.episodes.episode import plan_episodes

@@ -12,19 +12,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from heldout.contamination import (
+from heldout.contamination.code import code_fingerprint
+from heldout.contamination.config import DecontaminateConfig
+from heldout.contamination.fingerprints import split_fingerprints
+from heldout.contamination.index import EvalIndex
+from heldout.contamination.report import build_report
+from heldout.contamination.scan import SourceScan, scan_source
+from heldout.contamination.sources import (
     TRAIN_SPLIT_SOURCE,
-    DecontaminateConfig,
-    EvalIndex,
-    SourceScan,
     TrainingCorpus,
     TrainingItem,
-    build_report,
     corpus_items,
-    scan_source,
 )
+from heldout.contamination.text import normalize_text
 from heldout.errors import InputFileError, StageError
-from heldout.fingerprints import code_fingerprint, normalize_text, split_fingerprints
 from heldout.tasks.record import Task
 
 PROMPT = '''def longest_plateau(values):

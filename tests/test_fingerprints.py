@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from heldout.fingerprints import ngram_hashes, normalize_text, split_fingerprints
+from heldout.contamination.fingerprints import split_fingerprints
+from heldout.contamination.text import ngram_hashes, normalize_text
 from heldout.tasks.sources import load_tasks
 
 

@@ -14,9 +14,9 @@ import pytest
 import yaml
 
 from heldout.custody.audit import audit
+from heldout.custody.guard import LEDGER, SEALED_TEST, TestSetAccessError, sealing
 from heldout.custody.ledger import append, read_ledger, verify_chain
-from heldout.custody.lock import LEDGER, SEALED_TEST, TestSetAccessError, sealing
-from stages import rollouts, score, select, split
+from stages import catalog, rollouts, score, select, split
 from stages import test as test_stage
 from stages.tracking import TrackingConfig, runs_touching_test_split
 from tests.conftest import configure_small_project, copy_project
@@ -68,7 +68,7 @@ def test_one_access_opens_and_closes_and_the_audit_passes(project: Path):
     assert access["accesses_of_this_test_version"] == 1 and not access["resumed"]
     assert [e["outcome"] for e in ledger(project)] == ["opened", "closed"]
     for arm in ("candidate", "base"):
-        table = pd.read_parquet(project / test_stage.TEST_ROLLOUTS / f"{arm}.parquet")
+        table = pd.read_parquet(project / catalog.test_rollout_file(arm))
         assert table["task_id"].nunique() == access["tasks"]
     result = audit_of(project)
     assert result.ok, result.problems
@@ -91,8 +91,8 @@ def test_another_candidate_is_refused_without_a_reason_and_counted_with_one(proj
     with pytest.raises(TestSetAccessError, match=r"already opened .* access number 2"):
         test_stage.run(project)
     assert ledger(project)[-1]["outcome"] == "refused"
-    assert not (project / test_stage.ACCESS).exists() or json.loads(
-        (project / test_stage.ACCESS).read_text())["candidate"] == "late"
+    assert not (project / catalog.ACCESS).exists() or json.loads(
+        (project / catalog.ACCESS).read_text())["candidate"] == "late"
 
     set_params(project, "test", reaccess_reason="base-vs-base sanity check, approved by QA")
     access = test_stage.run(project)
@@ -133,7 +133,7 @@ def test_a_changed_test_split_is_refused(project: Path):
 
 
 def test_a_selection_from_other_val_scores_is_refused_before_any_test_read(project: Path):
-    scores_path = project / score.SCORES
+    scores_path = project / catalog.SCORES
     scores = json.loads(scores_path.read_text())
     scores["checkpoints"]["base"]["pass_at_1"]["estimate"] = 0.99
     scores_path.write_text(json.dumps(scores))

@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from heldout.canonical import sha256_hex
-from heldout.episodes.episode import TIMING_COLUMNS
+from heldout.episodes.rows import TIMING_COLUMNS
 from stages import split
 from stages.rollouts import ROLLOUT_DIR
 from tests.conftest import configure_small_project

@@ -11,18 +11,22 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from heldout.episodes.episode import rollout_table
+from heldout.episodes.rows import rollout_table
+from heldout.files import json_bytes
 from heldout.report import (
     BETTER,
     NO_DIFFERENCE,
     WORSE,
+    Report,
     ReportInputError,
     build_report,
     headline_markdown,
     write_report,
 )
-from heldout.report.document import report_document
+from heldout.report.document import Section, Table, report_document
+from heldout.report.figures import checkpoints_pass_at_k_figure, pass_k_figure
 from heldout.report.render import render_markdown
+from heldout.report.sections import Crossing, Dropped, PerArm
 from heldout.statistics.counts import IncomparableRolloutsError
 from tests.browser import render
 
@@ -59,11 +63,11 @@ def passing(n_tasks: int, passes: range, episodes: int = 1) -> dict[str, list[bo
     return {f"t{i:03d}": [i in passes] * episodes for i in range(n_tasks)}
 
 
-def full_markdown(report: dict) -> str:
+def full_markdown(report: Report) -> str:
     return render_markdown(report_document(report, figures=()))
 
 
-def fixed_ten_of_200(episodes: int = 1) -> dict:
+def fixed_ten_of_200(episodes: int = 1) -> Report:
     """200 tasks: the base passes 80, the candidate the same 80 and 10 more, breaking none."""
     return build_report(
         rollouts("base", passing(200, range(80), episodes)),
@@ -74,37 +78,37 @@ def fixed_ten_of_200(episodes: int = 1) -> dict:
 @pytest.mark.parametrize("episodes", [1, 3])
 def test_fixing_ten_tasks_of_200_and_breaking_none_is_better(episodes: int):
     report = fixed_ten_of_200(episodes)
-    headline = report["headline"]
-    assert headline["pass_at_1"]["base"]["estimate"] == pytest.approx(0.40)
-    assert headline["pass_at_1"]["candidate"]["estimate"] == pytest.approx(0.45)
-    assert headline["difference"]["estimate"] == pytest.approx(0.05)
+    headline, difference = report.headline, report.headline.decision.difference
+    assert headline.pass_at_1.base.estimate == pytest.approx(0.40)
+    assert headline.pass_at_1.candidate.estimate == pytest.approx(0.45)
+    assert difference.estimate == pytest.approx(0.05)
     # Ten differences of 1 among 200: sd = sqrt((10·0.95² + 190·0.05²)/199) = 0.2185, over
     # sqrt(200) tasks: 0.01545, whatever the episodes per task (the unit is the task).
-    assert headline["difference"]["standard_error"] == pytest.approx(0.01545, abs=5e-5)
-    assert 0 < headline["difference"]["low"] < 0.05 < headline["difference"]["high"]
-    mcnemar = headline["mcnemar"]
-    assert (mcnemar["b"], mcnemar["c"], mcnemar["n_discordant"]) == (0, 10, 10)
-    assert mcnemar["pvalue"] == pytest.approx(2 * 0.5**10, rel=1e-12)
-    assert mcnemar["midp"] == pytest.approx(0.5**10, rel=1e-12)
-    assert headline["verdict"] == BETTER and "excludes 0" in headline["reason"]
-    assert report["metrics"]["mcnemar_p"] == pytest.approx(2 * 0.5**10, rel=1e-5)
-    assert report["metrics"]["verdict"] == 1
-    flips = report["flips"]
-    assert flips["improved"] == [f"t{i:03d}" for i in range(80, 90)]
-    assert (flips["regressed"], flips["both_pass"], flips["both_fail"]) == ([], 80, 110)
-    assert report["power"]["underpowered"] is False
-    assert [point["k"] for point in report["pass_at_k"]["base"]] == ([1] if episodes == 1
-                                                                     else [1, 2, 3])
+    assert headline.standard_error == pytest.approx(0.01545, abs=5e-5)
+    assert 0 < difference.low < 0.05 < difference.high
+    mcnemar = headline.decision.test
+    assert (mcnemar.b, mcnemar.c, mcnemar.n_discordant) == (0, 10, 10)
+    assert mcnemar.pvalue == pytest.approx(2 * 0.5**10, rel=1e-12)
+    assert mcnemar.midp == pytest.approx(0.5**10, rel=1e-12)
+    assert report.verdict == BETTER and "excludes 0" in headline.reason
+    assert report.metrics["mcnemar_p"] == pytest.approx(2 * 0.5**10, rel=1e-5)
+    assert report.metrics["verdict"] == 1
+    flips = report.flips
+    assert flips.improved == [f"t{i:03d}" for i in range(80, 90)]
+    assert (flips.regressed, flips.both_pass, flips.both_fail) == ([], 80, 110)
+    assert report.power.underpowered is False
+    assert [point.k for point in report.pass_at_k.arms.base] == ([1] if episodes == 1
+                                                                 else [1, 2, 3])
 
 
 def test_breaking_ten_tasks_is_worse():
     report = build_report(rollouts("fixed", passing(200, range(90))),
                           rollouts("broken", passing(200, range(80))))
-    headline = report["headline"]
-    assert (headline["mcnemar"]["b"], headline["mcnemar"]["c"]) == (10, 0)
-    assert headline["difference"]["high"] < 0 and headline["verdict"] == WORSE
-    assert report["flips"]["regressed"] == [f"t{i:03d}" for i in range(80, 90)]
-    assert report["metrics"]["verdict"] == -1
+    decision = report.headline.decision
+    assert (decision.test.b, decision.test.c) == (10, 0)
+    assert decision.difference.high < 0 and report.verdict == WORSE
+    assert report.flips.regressed == [f"t{i:03d}" for i in range(80, 90)]
+    assert report.metrics["verdict"] == -1
 
 
 def test_no_discordant_pairs_gives_p_1_and_no_difference_detected():
@@ -114,33 +118,32 @@ def test_no_discordant_pairs_gives_p_1_and_no_difference_detected():
     candidate = {"t0": [True, True], "t1": [True, True], "t2": [False, False],
                  "t3": [False, False], "t4": [True, False], "t5": [False, False]}
     report = build_report(rollouts("base", base), rollouts("cand", candidate))
-    headline = report["headline"]
-    assert (headline["mcnemar"]["b"], headline["mcnemar"]["c"]) == (0, 0)
-    assert headline["mcnemar"]["pvalue"] == 1.0 and headline["mcnemar"]["midp"] == 1.0
-    assert headline["verdict"] == NO_DIFFERENCE and "includes 0" in headline["reason"]
-    assert report["power"]["underpowered"] is True
-    assert any("only 0 task(s) disagree" in text for text in report["power"]["warnings"])
+    mcnemar = report.headline.decision.test
+    assert (mcnemar.b, mcnemar.c) == (0, 0)
+    assert mcnemar.pvalue == 1.0 and mcnemar.midp == 1.0
+    assert report.verdict == NO_DIFFERENCE and "includes 0" in report.headline.reason
+    assert report.power.underpowered is True
+    assert any("only 0 task(s) disagree" in text for text in report.power.warnings)
 
 
 def test_every_task_passing_in_both_arms_reports_the_exact_bound_and_says_so():
     report = build_report(rollouts("base", passing(20, range(20), 2)),
                           rollouts("cand", passing(20, range(20), 2)))
-    headline = report["headline"]
+    headline = report.headline
     # Clopper-Pearson for 20 of 20: [0.025^(1/20), 1] = [0.8316, 1]; the difference's bound is
     # ±(1 − 0.025^(1/20)) = ±0.1684, since no task differing in 20 bounds the share that could.
     exact_low = 0.025 ** (1 / 20)
-    for role in ("base", "candidate"):
-        interval = headline["pass_at_1"][role]
-        assert interval["method"] == "clopper-pearson"
-        assert (interval["low"], interval["high"]) == pytest.approx((exact_low, 1.0))
-    difference = headline["difference"]
-    assert difference["method"] == "clopper-pearson"
-    assert (difference["low"], difference["high"]) == pytest.approx(
+    for interval in headline.pass_at_1:
+        assert interval.method == "clopper-pearson"
+        assert (interval.low, interval.high) == pytest.approx((exact_low, 1.0))
+    difference = headline.decision.difference
+    assert difference.method == "clopper-pearson"
+    assert (difference.low, difference.high) == pytest.approx(
         (-(1 - exact_low), 1 - exact_low))
-    assert headline["verdict"] == NO_DIFFERENCE
+    assert report.verdict == NO_DIFFERENCE
     text = headline_markdown(report)
     assert "exact Clopper-Pearson bound" in text and "zero-width" in text
-    assert report["power"]["mde"] is None
+    assert report.power.mde is None
 
 
 def test_different_task_sets_are_compared_on_their_intersection_and_say_what_was_dropped():
@@ -148,12 +151,12 @@ def test_different_task_sets_are_compared_on_their_intersection_and_say_what_was
     base = rollouts("base", {**shared, "only-base-1": [True], "only-base-2": [False]})
     candidate = rollouts("cand", {**shared, "only-cand": [True]})
     report = build_report(base, candidate)
-    tasks = report["tasks"]
-    assert tasks["compared"] == 5 and tasks["in_file"] == {"base": 7, "candidate": 6}
-    assert tasks["dropped"]["base"] == {"count": 2, "ids": ["only-base-1", "only-base-2"],
-                                        "reason": "not in cand's rollouts"}
-    assert tasks["dropped"]["candidate"]["ids"] == ["only-cand"]
-    assert report["metrics"]["base_dropped_tasks"] == 2
+    tasks = report.tasks
+    assert tasks.compared == 5 and tasks.in_file == PerArm(base=7, candidate=6)
+    assert tasks.dropped.base == Dropped(count=2, ids=["only-base-1", "only-base-2"],
+                                         reason="not in cand's rollouts")
+    assert tasks.dropped.candidate.ids == ["only-cand"]
+    assert report.metrics["base_dropped_tasks"] == 2
     assert "dropped 2 task(s) only in base and 1 task(s) only in cand" in headline_markdown(report)
 
 
@@ -171,8 +174,8 @@ def test_a_harness_mismatch_is_refused_unless_allowed_and_then_headlined():
     assert "--allow-harness-mismatch" in str(refused.value)
 
     report = build_report(base, candidate, allow_harness_mismatch=True)
-    assert report["harness"]["match"] is False
-    assert report["headline"]["warnings"][0].startswith("HARNESS MISMATCH")
+    assert report.harness.match is False
+    assert report.headline.warnings[0].startswith("HARNESS MISMATCH")
     assert "HARNESS MISMATCH: base ran under harness aaaaaaaaaaaa" in headline_markdown(report)
 
 
@@ -183,14 +186,15 @@ def test_errored_episodes_are_failures_counted_separately():
     base_table = rollouts("base", base, statuses=errored)
     base_table.loc[(base_table["task_id"] == "t2") & (base_table["sample"] == 0), "passed"] = False
     report = build_report(base_table, rollouts("cand", base))
-    beneath = report["beneath"]
-    assert (beneath["base"]["errors"], beneath["base"]["episodes"]) == (3, 20)
-    assert beneath["base"]["error_rate"] == pytest.approx(0.15)
-    assert beneath["candidate"]["errors"] == 0
-    assert report["headline"]["pass_at_1"]["base"]["estimate"] == pytest.approx(17 / 20)
+    outcomes = report.beneath.arms
+    assert (outcomes.base.errors, outcomes.base.episodes) == (3, 20)
+    assert outcomes.base.error_rate == pytest.approx(0.15)
+    assert outcomes.candidate.errors == 0
+    assert report.headline.pass_at_1.base.estimate == pytest.approx(17 / 20)
     # Sample 0 errored on t0 and t2, so the exact test sees two tasks the candidate fixed.
-    assert (report["headline"]["mcnemar"]["b"], report["headline"]["mcnemar"]["c"]) == (0, 2)
-    assert report["metrics"]["base_error_rate"] == pytest.approx(0.15)
+    mcnemar = report.headline.decision.test
+    assert (mcnemar.b, mcnemar.c) == (0, 2)
+    assert report.metrics["base_error_rate"] == pytest.approx(0.15)
     assert "Errored episodes count as failures: base 3 (15.0% of episodes)" in \
         headline_markdown(report)
 
@@ -200,12 +204,12 @@ def test_a_noise_floor_wider_than_the_effect_holds_the_verdict_back():
         "fixed", passing(200, range(90)))
     # Reruns 0.40, 0.45, 0.50: sd 0.05, t(2) = 4.303, floor 4.303·0.05·√2 = 0.304.
     report = build_report(base, candidate, rerun_scores=[0.40, 0.45, 0.50])
-    headline = report["headline"]
-    assert headline["noise_floor"]["floor"] == pytest.approx(4.3027 * 0.05 * math.sqrt(2),
-                                                             rel=1e-4)
-    assert headline["difference"]["low"] > 0
-    assert headline["verdict"] == NO_DIFFERENCE and "noise floor" in headline["reason"]
-    assert "noise floor of 30.4 points (from 3 reruns)" in headline["rule"]
+    headline = report.headline
+    assert headline.decision.floor.floor == pytest.approx(4.3027 * 0.05 * math.sqrt(2),
+                                                          rel=1e-4)
+    assert headline.decision.difference.low > 0
+    assert report.verdict == NO_DIFFERENCE and "noise floor" in headline.reason
+    assert "noise floor of 30.4 points (from 3 reruns)" in headline.rule
 
 
 def test_pass_at_k_curves_that_cross_say_where():
@@ -215,17 +219,17 @@ def test_pass_at_k_curves_that_cross_say_where():
     base = {f"t{i}": [j < 3 for j in range(10)] for i in range(20)}
     candidate = {f"t{i}": [i < 10] * 10 for i in range(20)}
     report = build_report(rollouts("base", base), rollouts("cand", candidate))
-    at_k = report["pass_at_k"]
-    assert [p["k"] for p in at_k["base"]] == [1, 2, 4, 8, 10]
-    assert at_k["base"][1]["estimate"] == pytest.approx(1 - 21 / 45)
-    assert at_k["crossings"] == [
-        {"after_k": 1, "by_k": 2, "leader_before": "cand", "leader_after": "base"}]
-    assert report["pass_hat_k"]["base"][1]["estimate"] == pytest.approx(3 / 45)
-    assert report["pass_hat_k"]["crossings"] == []
+    at_k = report.pass_at_k
+    assert [p.k for p in at_k.arms.base] == [1, 2, 4, 8, 10]
+    assert at_k.arms.base[1].interval.estimate == pytest.approx(1 - 21 / 45)
+    assert at_k.crossings == [
+        Crossing(after_k=1, by_k=2, leader_before="cand", leader_after="base")]
+    assert report.pass_hat_k.arms.base[1].interval.estimate == pytest.approx(3 / 45)
+    assert report.pass_hat_k.crossings == []
     text = full_markdown(report)
     assert "The pass@k curves cross: cand leads up to k = 1, base from k = 2." in text
     assert "The pass^k curves do not cross: cand is ahead or level at every k." in text
-    assert report["metrics"]["base_pass_at_2"] == pytest.approx(1 - 21 / 45, abs=1e-6)
+    assert report.metrics["base_pass_at_2"] == pytest.approx(1 - 21 / 45, abs=1e-6)
 
 
 def test_a_control_truncated_at_more_than_twice_the_others_rate_is_flagged():
@@ -233,7 +237,7 @@ def test_a_control_truncated_at_more_than_twice_the_others_rate_is_flagged():
     truncated = {(f"t{i:03d}", 0): "truncated" for i in range(6)}  # 6 of 20 episodes
     report = build_report(rollouts("base", outcomes, statuses=truncated),
                           rollouts("cand", outcomes, statuses={("t000", 0): "truncated"}))
-    flags = report["beneath"]["flags"]
+    flags = report.beneath.flags
     assert len(flags) == 1 and flags[0].startswith("base was truncated in 30.0% of episodes")
     assert "cand's 5.0%" in flags[0]
 
@@ -243,13 +247,13 @@ def test_groups_break_the_comparison_down_when_a_group_holds_several_tasks():
                                                                        passing(6, range(4)))
     groups = {"t000": "g1", "t001": "g1", "t002": "g1", "t003": "g2", "t004": "g2"}  # t005 alone
     report = build_report(base, candidate, groups=groups)
-    breakdown = {row["group"]: row for row in report["beneath"]["groups"]}
+    breakdown = {row.group: row for row in report.beneath.groups}
     assert set(breakdown) == {"g1", "g2", "t005"}
-    assert breakdown["g1"]["tasks"] == 3 and breakdown["g1"]["improved"] == 1
-    assert breakdown["g1"]["difference"] == pytest.approx(1 / 3)
-    assert {row["task_id"]: row["group"] for row in report["flips"]["tasks"]}["t005"] == "t005"
+    assert breakdown["g1"].tasks == 3 and breakdown["g1"].improved == 1
+    assert breakdown["g1"].difference == pytest.approx(1 / 3)
+    assert {row.task_id: row.group for row in report.flips.tasks}["t005"] == "t005"
     one_task_each = build_report(base, candidate, groups={f"t{i:03d}": str(i) for i in range(6)})
-    assert one_task_each["beneath"]["groups"] is None
+    assert one_task_each.beneath.groups is None
 
 
 def test_rollouts_the_report_cannot_read_are_refused_naming_the_problem():
@@ -283,7 +287,7 @@ def test_the_written_report_is_self_contained_and_carries_the_protocol_card(tmp_
     names = sorted(str(p.relative_to(tmp_path / "out")) for p in written)
     assert names == ["figures/forest.png", "figures/pass_k.png", "figures/val_selection.png",
                      "report.html", "report.json", "report.md"]
-    assert json.loads((tmp_path / "out/report.json").read_text()) == report
+    assert json.loads((tmp_path / "out/report.json").read_text()) == report.to_json()
     markdown = (tmp_path / "out/report.md").read_text()
     for shown in ("## Protocol card", "heldout-2026", "| sandbox.network | none |",
                   "test set t-76ecd8e55597", "| fixed | 47.0% | [37.0%, 57.0%] | ◀ chosen |",
@@ -292,16 +296,87 @@ def test_the_written_report_is_self_contained_and_carries_the_protocol_card(tmp_
     html = (tmp_path / "out/report.html").read_text()
     assert html.count("data:image/png;base64,") == 3
     assert "http://" not in html and "https://" not in html and "<script" not in html
-    assert all(isinstance(v, int | float) for v in report["metrics"].values())
+    assert all(isinstance(v, int | float) for v in report.metrics.values())
 
 
 def test_a_protocol_harness_other_than_the_rollouts_is_a_headline_warning():
     protocol = {"harness": {"fingerprint": OTHER_HARNESS}}
     report = build_report(rollouts("base", passing(5, range(2))),
                           rollouts("cand", passing(5, range(3))), protocol=protocol)
-    assert report["headline"]["warnings"] == [
+    assert report.headline.warnings == [
         "The protocol's harness is bbbbbbbbbbbb, but the rollouts were produced under "
         "aaaaaaaaaaaa."]
+
+
+def every_section_filled() -> Report:
+    """A report with something in every optional part: a dropped task, an errored and a
+    truncated episode, groups of several tasks, a noise floor and the protocol card."""
+    base = rollouts("base", {**passing(30, range(10), 3), "only-base": [True] * 3},
+                    statuses={("t000", 0): "error"})
+    candidate = rollouts("fixed", passing(30, range(18), 3), statuses={("t001", 1): "truncated"})
+    return build_report(base, candidate, groups={f"t{i:03d}": f"g{i % 4}" for i in range(30)},
+                        rerun_scores=[0.40, 0.45, 0.50], protocol=PROTOCOL)
+
+
+def test_report_json_reads_back_into_the_same_typed_report(tmp_path: Path):
+    report = every_section_filled()
+    assert report.tasks.dropped.base.count == 1 and report.beneath.groups is not None
+    assert report.headline.decision.floor is not None and report.headline.notes
+    write_report(report, tmp_path)
+    written = (tmp_path / "report.json").read_bytes()
+    again = Report.from_json(json.loads(written))
+    assert again == report
+    assert json_bytes(again.to_json()) == written
+    # report.json sorts keys, so the card read back lists the fields of each of its tables in
+    # another order; every other section reads the same word for word.
+    *sections, card = report_document(report, figures=()).sections
+    *sections_again, card_again = report_document(again, figures=()).sections
+    assert sections_again == sections
+
+    def headings_and_rows(section: Section) -> tuple[list, list]:
+        tables = [block for block in section.blocks if isinstance(block, Table)]
+        return ([block for block in section.blocks if not isinstance(block, Table)],
+                [sorted(table.rows) for table in tables])
+
+    assert headings_and_rows(card_again) == headings_and_rows(card)
+
+
+def test_an_undefined_design_effect_is_written_as_null_and_read_back_as_nan():
+    # Every episode of the base fails, so ρ is undefined there; the candidate's three
+    # all-pass and three all-fail tasks give ρ = 1 and a design effect of 1 + (2 − 1)·1 = 2.
+    report = build_report(rollouts("base", passing(6, range(0), 2)),
+                          rollouts("cand", passing(6, range(3), 2)))
+    assert math.isnan(report.beneath.arms.base.design_effect.rho)
+    written = json.loads(json_bytes(report.to_json()))
+    assert written["beneath"]["base"]["design_effect"] == {
+        "task_variance": 0.0, "rho": None, "design_effect": None}
+    assert written["beneath"]["candidate"]["design_effect"]["design_effect"] == 2.0
+    again = Report.from_json(written)
+    assert math.isnan(again.beneath.arms.base.design_effect.design_effect)
+    assert again.to_json() == written
+    assert "| design effect 1 + (n − 1)ρ | not estimable | 2.00 (ρ = 1.000) |" in \
+        full_markdown(again)
+
+
+def test_report_json_that_is_not_a_report_or_whose_verdict_contradicts_its_numbers_is_refused():
+    written = fixed_ten_of_200().to_json()
+    with pytest.raises(ValueError, match="schema"):
+        Report.from_json({**written, "schema": "heldout.report/0"})
+    contradicted = {**written, "headline": {**written["headline"], "verdict": NO_DIFFERENCE}}
+    with pytest.raises(ValueError, match="not what the rule gives"):
+        Report.from_json(contradicted)
+
+
+def test_only_the_val_plot_carries_matplotlibs_software_tag():
+    # The report's figures drop it so their bytes do not depend on matplotlib's version;
+    # plots/val_passk.png kept it through the move into one figures module.
+    report_png = pass_k_figure(fixed_ten_of_200())
+    val_png = checkpoints_pass_at_k_figure({"base": {1: 0.4, 2: 0.55}, "step_10": {1: 0.5, 2: 0.6}},
+                                           title="val pass@k", highlight="base")
+    for png in (report_png, val_png):
+        assert png.startswith(b"\x89PNG\r\n\x1a\n")
+    assert b"Software" not in report_png
+    assert b"Software" in val_png and b"Matplotlib" in val_png
 
 
 def artifact_dir(tmp_path_factory: pytest.TempPathFactory, test_name: str) -> Path:

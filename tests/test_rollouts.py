@@ -15,18 +15,12 @@ import pandas as pd
 import pytest
 
 from heldout.agents.protocol import Completion
-from heldout.episodes.episode import (
-    ROW_COLUMNS,
-    TIMING_COLUMNS,
-    Episode,
-    plan_episodes,
-    rollout_table,
-    run_episode,
-)
+from heldout.episodes.episode import Episode, plan_episodes, run_episode
 from heldout.episodes.harness import Harness
+from heldout.episodes.rows import ROW_COLUMNS, TIMING_COLUMNS, rollout_table
 from heldout.errors import AgentError
 from heldout.tasks.sources import load_tasks
-from stages import rollouts, split
+from stages import catalog, rollouts, split
 from tests.conftest import configure_small_project
 
 TASKS = load_tasks("humaneval")[:6]
@@ -157,7 +151,7 @@ def test_resume_after_kill_9_runs_only_missing_episodes_and_gives_identical_outp
         time.sleep(0.02)
     child.wait()
     assert child.returncode == -signal.SIGKILL, "the stage finished before it could be killed"
-    assert not (killed / rollouts.ROLLOUT_DIR / "ck.parquet").exists()
+    assert not (killed / catalog.rollout_file("ck")).exists()
 
     resumed = rollouts.run("ck", killed)
     uninterrupted = rollouts.run("ck", clean)
@@ -165,8 +159,8 @@ def test_resume_after_kill_9_runs_only_missing_episodes_and_gives_identical_outp
     assert resumed["resumed"] >= finished_before_kill and resumed["resumed"] < total
     assert uninterrupted["resumed"] == 0
 
-    a = pd.read_parquet(killed / rollouts.ROLLOUT_DIR / "ck.parquet")
-    b = pd.read_parquet(clean / rollouts.ROLLOUT_DIR / "ck.parquet")
+    a = pd.read_parquet(killed / catalog.rollout_file("ck"))
+    b = pd.read_parquet(clean / catalog.rollout_file("ck"))
     assert len(a) == total
     pd.testing.assert_frame_equal(a.drop(columns=list(TIMING_COLUMNS)),
                                   b.drop(columns=list(TIMING_COLUMNS)))
@@ -181,7 +175,7 @@ def test_checkpoints_share_random_numbers_in_the_stage(tmp_path: Path, monkeypat
     split.run(project)
     for name in ("weak", "strong"):
         rollouts.run(name, project)
-    weak, strong = (pd.read_parquet(project / rollouts.ROLLOUT_DIR / f"{n}.parquet")
+    weak, strong = (pd.read_parquet(project / catalog.rollout_file(n))
                     for n in ("weak", "strong"))
     assert list(weak.seed) == list(strong.seed)
     manifest = json.loads((project / "data/split/manifest.json").read_text())

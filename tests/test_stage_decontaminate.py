@@ -17,7 +17,7 @@ import mlflow
 import pytest
 import yaml
 
-from heldout.contamination import ContaminationError
+from heldout.contamination.report import ContaminationError
 from heldout.errors import InputFileError
 from heldout.tasks.record import Task
 from heldout.tasks.sources import load_tasks

@@ -8,7 +8,7 @@ from pathlib import Path
 import mlflow
 import pytest
 
-from heldout.custody.lock import sealing
+from heldout.custody.guard import sealing
 from heldout.custody.seal import unseal
 from heldout.errors import ParamsError, SplitError
 from heldout.tasks.sources import load_jsonl_bytes, load_tasks

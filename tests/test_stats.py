@@ -1,7 +1,8 @@
-"""heldout.stats against exact arithmetic, known values, properties and independent code."""
+"""heldout.statistics against exact arithmetic, known values, properties and independent code."""
 
 from __future__ import annotations
 
+import json
 import math
 import warnings
 from fractions import Fraction
@@ -15,7 +16,8 @@ from hypothesis import strategies as st
 from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.proportion import proportion_confint
 
-from heldout.stats import (
+from heldout.statistics import (
+    Interval,
     clopper_pearson_interval,
     design_effect,
     mcnemar_exact,
@@ -341,7 +343,7 @@ def test_paired_bootstrap_binary_agrees_with_scipy_paired_bootstrap():
         a, b, statistic=lambda x, y, axis: (x - y).mean(axis=axis), paired=True
     )
     assert ours.method == "bootstrap-multinomial"
-    assert ours.diff == pytest.approx(np.mean(a - b), abs=1e-15)
+    assert ours.estimate == pytest.approx(np.mean(a - b), abs=1e-15)
     assert ours.low == pytest.approx(low, abs=0.1 * standard_error)
     assert ours.high == pytest.approx(high, abs=0.1 * standard_error)
 
@@ -362,7 +364,7 @@ def test_paired_bootstrap_continuous_agrees_with_scipy_paired_bootstrap():
 def test_paired_bootstrap_when_every_task_agrees():
     u = clopper_pearson_interval(0, 50).high
     same = paired_bootstrap(np.r_[np.ones(20), np.zeros(30)], np.r_[np.ones(20), np.zeros(30)])
-    assert (same.diff, same.low, same.high, same.method) == (0.0, -u, u, "clopper-pearson")
+    assert (same.estimate, same.low, same.high, same.method) == (0.0, -u, u, "clopper-pearson")
     improved = paired_bootstrap(np.ones(50), np.zeros(50))
     assert (improved.low, improved.high) == pytest.approx((1 - 2 * u, 1.0))
     shifted = paired_bootstrap(np.full(50, 5.0), np.full(50, 3.0))
@@ -559,3 +561,45 @@ def test_task_bootstrap_se_matches_the_analytic_standard_error():
     assert task_bootstrap_se(values) == pytest.approx(analytic, rel=0.05)
     assert task_bootstrap_se(np.ones(30)) == 0.0
     assert task_bootstrap_se(values, seed=1) != task_bootstrap_se(values, seed=2)
+
+
+# --------------------------------------------------------------------------------------------
+# The Interval as JSON, and the statistics API under its first name
+
+
+def test_a_scalar_interval_writes_plain_floats_and_reads_back_equal():
+    for interval in (wilson_interval(3, 10), clopper_pearson_interval(0, 7),
+                     task_bootstrap_ci(np.r_[np.ones(12), np.zeros(28)]),
+                     paired_bootstrap(np.r_[np.ones(30), np.zeros(10)], np.zeros(40))):
+        written = interval.to_json()
+        assert set(written) == {"estimate", "low", "high", "method"}
+        assert all(type(written[key]) is float for key in ("estimate", "low", "high"))
+        assert Interval.from_json(json.loads(json.dumps(written))) == interval
+
+
+def test_an_interval_of_arrays_writes_lists_and_reads_back_arrays():
+    interval = wilson_interval([0, 3, 10], [10, 10, 10])
+    read = Interval.from_json(json.loads(json.dumps(interval.to_json())))
+    assert read.method == "wilson"
+    for field in ("estimate", "low", "high"):
+        assert isinstance(getattr(read, field), np.ndarray)
+        np.testing.assert_array_equal(getattr(read, field), getattr(interval, field))
+
+
+def test_an_interval_reads_back_from_a_larger_object_ignoring_its_other_keys():
+    point = {"k": 4, "leader": "base", **Interval(0.25, 0.125, 0.5, "constant").to_json()}
+    assert Interval.from_json(point) == Interval(0.25, 0.125, 0.5, "constant")
+    with pytest.raises(KeyError, match="method"):
+        Interval.from_json({"estimate": 0.25, "low": 0.125, "high": 0.5})
+
+
+def test_heldout_stats_re_exports_the_statistics_api_unchanged():
+    import heldout.statistics
+    import heldout.stats
+
+    documented = {"pass_at_k", "pass_hat_k", "wilson_interval", "clopper_pearson_interval",
+                  "task_bootstrap_ci", "paired_bootstrap", "mcnemar_exact", "design_effect",
+                  "mde", "required_tasks", "noise_floor", "summarize_counts", "Interval"}
+    assert documented <= set(heldout.stats.__all__)
+    for name in heldout.stats.__all__:
+        assert getattr(heldout.stats, name) is getattr(heldout.statistics, name)

@@ -1,4 +1,4 @@
-"""Seeded simulations: heldout.stats estimators are unbiased and its intervals cover.
+"""Seeded simulations: heldout.statistics estimators are unbiased and its intervals cover.
 
 Each check runs at a size that keeps the default run fast; the `slow` variants repeat it with
 more simulated evaluations or a wider grid (run with `pytest -m slow`).
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import scipy.stats as sps
 
-from heldout.stats import (
+from heldout.statistics import (
     clopper_pearson_interval,
     mcnemar_exact,
     paired_bootstrap,

@@ -6,8 +6,6 @@ sandbox or the tasks are broken, and that must never pass for a bad (or good) mo
 
 from __future__ import annotations
 
-from typing import Any
-
 from heldout.agents.protocol import AgentContext, AgentSettings, Completion
 from heldout.errors import AgentError
 from heldout.tasks.record import Task
@@ -35,11 +33,9 @@ def body_indent(task: Task) -> str:
     return "    "
 
 
-def make_oracle(settings: dict[str, Any], context: AgentContext) -> OracleAgent:
-    AgentSettings.model_validate(settings)
+def make_oracle(settings: AgentSettings, context: AgentContext) -> OracleAgent:
     return OracleAgent()
 
 
-def make_blind(settings: dict[str, Any], context: AgentContext) -> BlindAgent:
-    AgentSettings.model_validate(settings)
+def make_blind(settings: AgentSettings, context: AgentContext) -> BlindAgent:
     return BlindAgent()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import shlex
 import subprocess
-from typing import Any
 
 from pydantic import Field
 
@@ -48,5 +47,5 @@ class CommandAgent:
         return Completion(text=done.stdout)
 
 
-def make(settings: dict[str, Any], context: AgentContext) -> CommandAgent:
-    return CommandAgent(CommandSettings.model_validate(settings), context)
+def make(settings: CommandSettings, context: AgentContext) -> CommandAgent:
+    return CommandAgent(settings, context)

@@ -19,7 +19,6 @@ import math
 import random
 from functools import lru_cache
 from statistics import NormalDist
-from typing import Any
 
 from pydantic import Field
 
@@ -82,5 +81,5 @@ class DemoAgent:
         return Completion(text=text, tokens_in=len(task.prompt.split()), tokens_out=tokens)
 
 
-def make(settings: dict[str, Any], context: AgentContext) -> DemoAgent:
-    return DemoAgent(DemoSettings.model_validate(settings))
+def make(settings: DemoSettings, context: AgentContext) -> DemoAgent:
+    return DemoAgent(settings)

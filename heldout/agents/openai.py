@@ -240,10 +240,11 @@ class OpenAIAgent:
         )
 
 
-def make(settings: dict[str, Any], context: AgentContext) -> OpenAIAgent:
+def make(settings: OpenAISettings, context: AgentContext) -> OpenAIAgent:
     # Unless the checkpoint says otherwise, one request may take the harness's agent budget.
-    settings = {"request_timeout_s": context.timeout_s, **settings}
-    return OpenAIAgent(OpenAISettings.model_validate(settings), context)
+    if "request_timeout_s" not in settings.model_fields_set:
+        settings = settings.model_copy(update={"request_timeout_s": context.timeout_s})
+    return OpenAIAgent(settings, context)
 
 
 def extract_code(reply: str) -> str:

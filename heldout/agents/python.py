@@ -36,11 +36,10 @@ class PythonAgent:
         )
 
 
-def make(settings: dict[str, Any], context: AgentContext) -> PythonAgent:
-    parsed = PythonSettings.model_validate(settings)
-    module_name, name = parsed.function.split(":")
+def make(settings: PythonSettings, context: AgentContext) -> PythonAgent:
+    module_name, name = settings.function.split(":")
     try:
         function = getattr(importlib.import_module(module_name), name)
     except (ImportError, AttributeError) as error:
-        raise ParamsError(f"python agent: cannot load {parsed.function}: {error}") from None
-    return PythonAgent(function, parsed.options)
+        raise ParamsError(f"python agent: cannot load {settings.function}: {error}") from None
+    return PythonAgent(function, settings.options)

@@ -5,24 +5,22 @@ checkpoint and the field.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
-
-from pydantic import ValidationError
 
 from heldout.agents.protocol import Agent, AgentContext
 from heldout.errors import ParamsError
+from heldout.plugins import InvalidSettings, Plugin, Registry
 
-# kind -> "module:factory"; a factory takes (settings dict, AgentContext) and returns an Agent.
-AGENT_KINDS = {
-    "demo": "heldout.agents.demo:make",
-    "oracle": "heldout.agents.canaries:make_oracle",
-    "blind": "heldout.agents.canaries:make_blind",
-    "openai": "heldout.agents.openai:make",
-    "command": "heldout.agents.command:make",
-    "python": "heldout.agents.python:make",
-    "replay": "heldout.agents.replay:make",
-}
+# A factory takes (validated settings, AgentContext) and returns an Agent.
+AGENT_KINDS = Registry("agent kind", [
+    Plugin("demo", "heldout.agents.demo:make", "DemoSettings"),
+    Plugin("oracle", "heldout.agents.canaries:make_oracle", "AgentSettings"),
+    Plugin("blind", "heldout.agents.canaries:make_blind", "AgentSettings"),
+    Plugin("openai", "heldout.agents.openai:make", "OpenAISettings"),
+    Plugin("command", "heldout.agents.command:make", "CommandSettings"),
+    Plugin("python", "heldout.agents.python:make", "PythonSettings"),
+    Plugin("replay", "heldout.agents.replay:make", "ReplaySettings"),
+])
 
 
 def make_agent(name: str, settings: dict[str, Any], context: AgentContext) -> Agent:
@@ -33,14 +31,8 @@ def make_agent(name: str, settings: dict[str, Any], context: AgentContext) -> Ag
             f"params.yaml: checkpoints.{name}.agent: {kind!r} is not an agent kind; "
             f"choose one of {', '.join(AGENT_KINDS)}"
         )
-    module_name, factory = AGENT_KINDS[kind].split(":")
-    module = importlib.import_module(module_name)
     rest = {key: value for key, value in settings.items() if key != "agent"}
     try:
-        return getattr(module, factory)(rest, context)
-    except ValidationError as error:
-        lines = [
-            f"params.yaml: checkpoints.{name}.{'.'.join(map(str, d['loc']))}: {d['msg']}"
-            for d in error.errors()
-        ]
-        raise ParamsError("\n".join(lines)) from None
+        return AGENT_KINDS.create(kind, rest, context)
+    except InvalidSettings as error:
+        raise ParamsError(error.render(f"params.yaml: checkpoints.{name}.")) from None

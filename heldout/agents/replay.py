@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from pydantic import Field
 
@@ -61,6 +60,5 @@ class ReplayAgent:
             ) from None
 
 
-def make(settings: dict[str, Any], context: AgentContext) -> ReplayAgent:
-    parsed = ReplaySettings.model_validate(settings)
-    return ReplayAgent(Path(context.project_root) / parsed.path)
+def make(settings: ReplaySettings, context: AgentContext) -> ReplayAgent:
+    return ReplayAgent(Path(context.project_root) / settings.path)

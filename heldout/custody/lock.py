@@ -5,45 +5,30 @@ same key again resumes it (a crash, `dvc repro --force`) without counting anothe
 different key is refused unless a reason is given, and the reason is recorded. Every attempt,
 refused ones included, is a line in the ledger (heldout.custody.ledger).
 
-Outside a TestLock, a Python audit hook refuses any open of the test split's files and records
-the attempt; the file itself is sealed (heldout.custody.seal) against readers the hook cannot see.
+Outside a TestLock, the guard (heldout.custody.guard) refuses any open of the test split's files
+and records the attempt.
 """
 
 from __future__ import annotations
 
-import contextvars
-import getpass
-import os
-import sys
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from heldout.canonical import content_digest, sha256_hex
+from heldout.custody.guard import (
+    LEDGER,
+    SEALED_TEST,
+    TestSetAccessError,
+    opening,
+    record_refusal,
+    stamp,
+)
 from heldout.custody.ledger import append, read_ledger
 from heldout.custody.seal import SealBrokenError, unseal
-from heldout.errors import HeldoutError
 from heldout.tasks.record import Task
 from heldout.tasks.sources import load_jsonl_bytes
-
-SPLIT_DIR = Path("data/split")
-SEALED_TEST = SPLIT_DIR / "test.sealed"
-LEDGER = Path("ledger/test_access.jsonl")
-
-_open_allowed: contextvars.ContextVar[str | None] = contextvars.ContextVar(
-    "heldout_test_open_allowed", default=None
-)
-_guarded: dict[str, Path] = {}  # test-split path prefix -> ledger
-_in_hook = contextvars.ContextVar("heldout_in_hook", default=False)
-
-
-class TestSetAccessError(HeldoutError):
-    """An attempt to open the test split that the protocol does not allow."""
-
-    __test__ = False  # a name pytest would otherwise try to collect
 
 
 @dataclass(frozen=True)
@@ -56,64 +41,6 @@ class AccessKey:
     @property
     def access_id(self) -> str:
         return content_digest(asdict(self))[:16]
-
-
-def _stamp() -> dict[str, Any]:
-    return {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "user": _user()}
-
-
-def _user() -> str:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return str(os.getuid())
-
-
-def install_guard(root: Path) -> None:
-    """From now on in this process, opening the test split of the project at `root` outside a
-    TestLock raises TestSetAccessError and is recorded as refused. Idempotent."""
-    prefix = os.path.join(os.path.realpath(root / SPLIT_DIR), "test")
-    if prefix in _guarded:
-        return
-    _guarded[prefix] = root / LEDGER
-    if len(_guarded) == 1:
-        sys.addaudithook(_audit)
-
-
-def _audit(event: str, args: tuple) -> None:
-    if event != "open" or _in_hook.get() or _open_allowed.get() is not None:
-        return
-    target = args[0]
-    if not isinstance(target, str | bytes | os.PathLike):
-        return
-    token = _in_hook.set(True)
-    try:
-        path = os.path.realpath(os.fsdecode(target))
-        for prefix, ledger in _guarded.items():
-            if path.startswith(prefix):
-                _refuse(ledger, f"open of {path} outside the test lock: only the test stage "
-                                "may open the test split, inside heldout.custody.lock.TestLock",
-                        {"test_version": None, "candidate": None, "base": None, "harness": None})
-    finally:
-        _in_hook.reset(token)
-
-
-def _refuse(ledger: Path, why: str, fields: dict[str, Any]) -> None:
-    empty = {"access_id": None, "result_digest": None, "mlflow_run_id": None,
-             "git_commit": None, "selection_digest": None}
-    entry = append(ledger, {**empty, **fields, **_stamp(), "outcome": "refused", "reason": why})
-    raise TestSetAccessError(f"refused: {why}. (Recorded as line {entry['seq']} of {ledger}.)")
-
-
-@contextmanager
-def sealing() -> Iterator[None]:
-    """Let the split stage write the sealed file: writing the test split is not reading it."""
-    token = _open_allowed.set("sealing")
-    try:
-        yield
-    finally:
-        _open_allowed.reset(token)
 
 
 def accesses(ledger_entries: list[dict[str, Any]], test_version: str) -> list[dict[str, Any]]:
@@ -142,10 +69,10 @@ class TestLock:
         self.context = {"selection_digest": selection_digest, "git_commit": git_commit,
                         "mlflow_run_id": mlflow_run_id}
         self.resumed = False
-        self._token: contextvars.Token | None = None
+        self._open = ExitStack()  # holds the permission to open while the lock is open
 
     def _entry(self, outcome: str, **extra: Any) -> dict[str, Any]:
-        return {**asdict(self.key), **_stamp(), **self.context, "outcome": outcome,
+        return {**asdict(self.key), **stamp(), **self.context, "outcome": outcome,
                 "access_id": self.key.access_id, "reason": self.reason,
                 "result_digest": None, **extra}
 
@@ -168,7 +95,7 @@ class TestLock:
             )
         else:
             append(self.ledger, self._entry("opened"))
-        self._token = _open_allowed.set(self.key.access_id)
+        self._open.enter_context(opening(self.key.access_id))
         return self
 
     def read_tasks(self) -> list[Task]:
@@ -187,10 +114,9 @@ class TestLock:
         append(self.ledger, self._entry("closed", result_digest=result_digest))
 
     def __exit__(self, *exc: object) -> None:
-        if self._token is not None:
-            _open_allowed.reset(self._token)
+        self._open.close()
 
 
 def refuse(root: Path, key: AccessKey, why: str, **context: Any) -> None:
     """Record a refused attempt for `key` and raise: for checks made before the lock opens."""
-    _refuse(root / LEDGER, why, {**asdict(key), "access_id": key.access_id, **context})
+    record_refusal(root / LEDGER, why, {**asdict(key), "access_id": key.access_id, **context})

@@ -1,8 +1,5 @@
-"""Episodes: one agent call and one sandboxed scoring each, recorded as rows that never vanish.
-
-A row whose agent or scorer failed still counts in the denominator: its status says why
-(error, timeout, truncated, refused), and `passed` is False.
-"""
+"""Episodes: one agent call and one sandboxed scoring each, recorded as rows that never vanish
+(the row and its statuses: heldout.episodes.rows)."""
 
 from __future__ import annotations
 
@@ -11,40 +8,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import pandas as pd
-
 from heldout.agents.protocol import Agent
 from heldout.canonical import sha256_hex
+from heldout.episodes.budgets import EpisodeBudgets
 from heldout.episodes.cache import episode_key
 from heldout.episodes.harness import Harness
 from heldout.episodes.judge import score
 from heldout.episodes.seeds import episode_seed
 from heldout.sandbox.protocol import ExecResult, Sandbox
 from heldout.tasks.record import Task
-
-STATUSES = ("ok", "error", "timeout", "truncated", "refused")
-ROW_COLUMNS = {
-    "checkpoint": "string",
-    "task_id": "string",
-    "sample": "int64",
-    "seed": "int64",
-    "harness": "string",
-    "completion": "string",
-    "completion_sha": "string",
-    "passed": "bool",
-    "public_passed": "boolean",
-    "status": "string",
-    "error": "string",
-    "finish_reason": "string",
-    "tokens_in": "int64",
-    "tokens_out": "int64",
-    "turns": "int64",
-    "agent_s": "float64",
-    "exec_s": "float64",
-    "cost_usd": "float64",
-}
-# Wall-clock columns: the only ones two runs of the same episodes may disagree on.
-TIMING_COLUMNS = ("agent_s", "exec_s")
 
 
 @dataclass(frozen=True)
@@ -78,6 +50,7 @@ def run_episode(agent: Agent, sandbox: Sandbox, harness: Harness, episode: Episo
 
 def _attempt_episode(agent: Agent, sandbox: Sandbox, harness: Harness, episode: Episode) -> dict:
     task = episode.task
+    budgets = EpisodeBudgets.start(harness, task)
     row: dict[str, Any] = {
         "task_id": task.id, "sample": episode.sample, "seed": episode.seed,
         "harness": harness.fingerprint(), "completion": "", "completion_sha": sha256_hex(""),
@@ -101,8 +74,9 @@ def _attempt_episode(agent: Agent, sandbox: Sandbox, harness: Harness, episode: 
     if completion.finish_reason == "refused":
         row.update(status="refused")
         return row
-    timeout_s, memory_mb = _budgets(task, harness)
-    result = score(task, completion.text, sandbox, timeout_s=timeout_s, memory_mb=memory_mb)
+    limits = budgets.execution
+    result = score(task, completion.text, sandbox, timeout_s=limits.timeout_s,
+                   memory_mb=limits.memory_mb)
     status = _execution_status(result)
     if status == "ok" and completion.finish_reason == "length":
         status = "truncated"
@@ -111,29 +85,15 @@ def _attempt_episode(agent: Agent, sandbox: Sandbox, harness: Harness, episode: 
     if task.public_tests:
         public = task.model_copy(update={"tests": task.public_tests})
         row["public_passed"] = score(
-            public, completion.text, sandbox, timeout_s=timeout_s, memory_mb=memory_mb
+            public, completion.text, sandbox, timeout_s=limits.timeout_s,
+            memory_mb=limits.memory_mb,
         ).passed
     return row
-
-
-def _budgets(task: Task, harness: Harness) -> tuple[float, int]:
-    runtime = task.runtime
-    timeout_s = runtime.timeout_s if runtime and runtime.timeout_s else harness.timeout_s
-    memory_mb = runtime.memory_mb if runtime and runtime.memory_mb else harness.sandbox.memory_mb
-    return timeout_s, memory_mb
 
 
 def _describe(result: ExecResult) -> str:
     tail = (result.stderr_tail or result.stdout_tail or "").strip().splitlines()
     return f"{result.status}: {tail[-1] if tail else 'exit ' + str(result.exit_code)}"[:2000]
-
-
-def rollout_table(checkpoint: str, rows: list[dict]) -> pd.DataFrame:
-    """The rollout file's table: one row per episode, sorted, with fixed column types."""
-    table = pd.DataFrame([{**row, "checkpoint": checkpoint} for row in rows],
-                         columns=list(ROW_COLUMNS))
-    table = table.astype(ROW_COLUMNS).sort_values(["task_id", "sample"], ignore_index=True)
-    return table
 
 
 def episode_key_for(harness: Harness, agent_digest: str) -> Callable[[Episode], str]:

@@ -11,8 +11,8 @@ import string
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from heldout.canonical import content_digest
-from heldout.episodes.judge import SCORER_VERSION
 from heldout.sandbox.config import SandboxConfig
+from heldout.tasks.kinds import DEFAULT_KIND, task_kind
 
 # How an evaluation is executed, not what it measures: changing them must not change the
 # fingerprint (more workers give the same numbers faster).
@@ -37,7 +37,7 @@ class Harness(BaseModel):
     seed: int = 0
     retries: int = Field(default=1, ge=0, description="re-runs of an episode that errored")
     sandbox: SandboxConfig = SandboxConfig()
-    scorer_version: str = SCORER_VERSION
+    scorer_version: str = task_kind(DEFAULT_KIND).scorer_version
 
     @field_validator("template")
     @classmethod

@@ -3,7 +3,8 @@
 A completion passes only if its program exits 0 *and* prints the completion marker, a line
 with a random nonce that the program is handed on stdin and that only the code after the tests
 can print (heldout/sandbox/prelude.py says how). So `sys.exit(0)` or `os._exit(0)` before the
-tests, a crash of the test harness, or a printed guess do not pass.
+tests, a crash of the test harness, or a printed guess do not pass. The program itself is the
+task kind's to build (heldout.tasks.kinds).
 """
 
 from __future__ import annotations
@@ -11,22 +12,14 @@ from __future__ import annotations
 import dataclasses
 import secrets
 from collections.abc import Iterable
-from pathlib import Path
 
+from heldout.episodes.budgets import ExecLimits, exec_limits
 from heldout.errors import SandboxError
-from heldout.sandbox import prelude
 from heldout.sandbox.prelude import MARKER
 from heldout.sandbox.protocol import ExecResult, Program, Sandbox
+from heldout.tasks.kinds import TASK_KINDS, task_kind
 from heldout.tasks.record import Task
 
-# Part of the harness fingerprint: bump it whenever a program's layout or the meaning of a
-# pass changes, so that scores from before and after are never compared.
-SCORER_VERSION = "python-function/1"
-
-_PRELUDE = Path(prelude.__file__).read_text(encoding="utf-8")
-# The one line of the prelude that receives the program's text (prelude.py).
-_PLACEHOLDERS = "solution, tests = HELDOUT_SOLUTION, HELDOUT_TESTS"
-assert _PRELUDE.count(_PLACEHOLDERS) == 1
 NO_MARKER_NOTE = (
     "\n[heldout] exit 0 without the completion marker: the program ended before its tests "
     "returned"
@@ -34,15 +27,11 @@ NO_MARKER_NOTE = (
 
 
 def build_program(task: Task, completion: str, nonce: str) -> Program:
-    """The program that runs `completion` against the task's tests. The nonce travels on the
-    program's stdin, never in its text."""
-    if task.kind != "python-function":
+    """The program that runs `completion` against the task's tests, as the task's kind builds
+    it. The nonce travels on the program's stdin, never in its text."""
+    if task.kind not in TASK_KINDS:
         raise SandboxError(f"task {task.id}: no scorer for kind {task.kind!r}")
-    solution = task.prompt + completion + "\n"
-    # str.replace is one pass: text inside the literals is never read as a placeholder.
-    source = _PRELUDE.replace(_PLACEHOLDERS, f"solution, tests = {solution!r}, {task.tests!r}")
-    image = task.runtime.image if task.runtime else None
-    return Program(source=source + "\n_heldout_main()\n", stdin=nonce, group=task.id, image=image)
+    return task_kind(task.kind).build_program(task, completion, nonce)
 
 
 def score(
@@ -61,23 +50,17 @@ def score_many(
     nonces = [secrets.token_hex(16) for _ in pairs]
     programs = [build_program(task, completion, nonce)
                 for (task, completion), nonce in zip(pairs, nonces, strict=True)]
-    by_limits: dict[tuple[float, int], list[int]] = {}
+    given = ExecLimits(timeout_s, memory_mb)
+    by_limits: dict[ExecLimits, list[int]] = {}
     for index, (task, _) in enumerate(pairs):
-        by_limits.setdefault(_limits(task, timeout_s, memory_mb), []).append(index)
+        by_limits.setdefault(exec_limits(task, given), []).append(index)
     results: dict[int, ExecResult] = {}
-    for (task_timeout_s, task_memory_mb), indices in by_limits.items():
+    for limits, indices in by_limits.items():
         ran = sandbox.run_many([programs[i] for i in indices],
-                               timeout_s=task_timeout_s, memory_mb=task_memory_mb)
+                               timeout_s=limits.timeout_s, memory_mb=limits.memory_mb)
         for index, result in zip(indices, ran, strict=True):
             results[index] = _judge(result, nonces[index])
     return [results[index] for index in range(len(pairs))]
-
-
-def _limits(task: Task, timeout_s: float, memory_mb: int) -> tuple[float, int]:
-    runtime = task.runtime
-    if runtime is None:
-        return timeout_s, memory_mb
-    return runtime.timeout_s or timeout_s, runtime.memory_mb or memory_mb
 
 
 def _judge(result: ExecResult, nonce: str) -> ExecResult:

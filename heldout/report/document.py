@@ -1,13 +1,15 @@
-"""The report's wording, once: a report dict becomes sections of paragraphs, tables and figures
-that the Markdown and HTML renderers lay out without deciding what to say."""
+"""The report's wording, once: a Report record becomes sections of paragraphs, tables and
+figures that the Markdown and HTML renderers lay out without deciding what to say."""
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
+from heldout.report.core import Report
 from heldout.report.formatting import (
     interval_percent,
     interval_points,
@@ -16,6 +18,8 @@ from heldout.report.formatting import (
     pvalue,
     short_fingerprint,
 )
+from heldout.report.protocol import ProtocolCard
+from heldout.report.sections import Curve, Outcomes, PerArm
 
 # Ids listed inline before "and N more"; the per-task table and report.json hold them all.
 IDS_SHOWN = 30
@@ -60,9 +64,8 @@ class Document:
     sections: list[Section]
 
 
-def report_document(report: dict[str, Any], figures: Collection[str]) -> Document:
+def report_document(report: Report, figures: Collection[str]) -> Document:
     """Every section of the report; `figures` names the figures that were drawn."""
-    names = report["names"]
     sections = [
         _headline(report),
         _flips(report, figures),
@@ -70,9 +73,9 @@ def report_document(report: dict[str, Any], figures: Collection[str]) -> Documen
         _power(report),
         _beneath(report),
     ]
-    if report["protocol"] is not None:
-        sections.append(_protocol(report["protocol"], figures))
-    return Document(f"{names['candidate']} against {names['base']}", sections)
+    if report.protocol is not None:
+        sections.append(_protocol(report.protocol, figures))
+    return Document(f"{report.names.candidate} against {report.names.base}", sections)
 
 
 def _ids(ids: list[str]) -> str:
@@ -80,55 +83,52 @@ def _ids(ids: list[str]) -> str:
     return shown + (f" and {len(ids) - IDS_SHOWN} more" if len(ids) > IDS_SHOWN else "") or "none"
 
 
-def _episodes(report: dict[str, Any]) -> str:
+def _episodes(report: Report) -> str:
     """Episodes per task, arm by arm only where the arms differ."""
-    counts = {
-        role: str(span["min"]) if span["min"] == span["max"] else f"{span['min']} to {span['max']}"
-        for role, span in report["tasks"]["episodes_per_task"].items()
-    }
-    if len(set(counts.values())) == 1:
-        count = counts["base"]
-        return f"{count} episode{'' if count == '1' else 's'} per task"
+    counts = report.tasks.episodes_per_task.map(
+        lambda span: str(span.min) if span.min == span.max else f"{span.min} to {span.max}"
+    )
+    if counts.base == counts.candidate:
+        return f"{counts.base} episode{'' if counts.base == '1' else 's'} per task"
     return "episodes per task: " + ", ".join(
-        f"{report['names'][role]} {count}" for role, count in counts.items()
+        f"{name} {count}" for name, count in zip(report.names, counts, strict=True)
     )
 
 
-def _headline(report: dict[str, Any]) -> Section:
-    names, headline = report["names"], report["headline"]
-    base, candidate = names["base"], names["candidate"]
-    test_version = ((report["protocol"] or {}).get("split") or {}).get("test_version")
-    difference, mcnemar = headline["difference"], headline["mcnemar"]
-    standard_error = difference["standard_error"]
+def _headline(report: Report) -> Section:
+    names, headline = report.names, report.headline
+    base, candidate = names
+    test_version = ((report.protocol or {}).get("split") or {}).get("test_version")
+    difference, test = headline.decision.difference, headline.decision.test
+    standard_error = headline.standard_error
     arm_rows = [
-        [names[role], percent(interval["estimate"]),
-         interval_percent(interval["low"], interval["high"]), _method(interval["method"])]
-        for role, interval in headline["pass_at_1"].items()
+        [name, percent(interval.estimate), interval_percent(interval.low, interval.high),
+         _method(interval.method)]
+        for name, interval in zip(names, headline.pass_at_1, strict=True)
     ]
     difference_row = [
         f"difference ({candidate} − {base})",
-        f"{points(difference['estimate'])} points",
-        interval_points(difference["low"], difference["high"]),
-        "paired " + _method(difference["method"])
+        f"{points(difference.estimate)} points",
+        interval_points(difference.low, difference.high),
+        "paired " + _method(difference.method)
         + (f", SE {100 * standard_error:.1f} points" if standard_error is not None else ""),
     ]
     blocks: list[Block] = [
         Paragraph(
-            f"Candidate: {candidate}. Base: {base}. {report['tasks']['compared']} tasks "
+            f"Candidate: {candidate}. Base: {base}. {report.tasks.compared} tasks "
             f"compared, {_episodes(report)}"
             + (f", on test set {test_version}" if test_version else "") + "."
         ),
-        *(Paragraph(text, "warning") for text in headline["warnings"]),
+        *(Paragraph(text, "warning") for text in headline.warnings),
         Table(["", "pass@1", "95% interval", "method"], [*arm_rows, difference_row]),
         Paragraph(
-            f"Exact McNemar test on sample {mcnemar['sample']}: b = {mcnemar['b']} ({base} "
-            f"passes, {candidate} fails), c = {mcnemar['c']} ({candidate} passes, {base} "
-            f"fails); two-sided p = {pvalue(mcnemar['pvalue'])}, mid-p = "
-            f"{pvalue(mcnemar['midp'])}."
+            f"Exact McNemar test on sample {headline.sample}: b = {test.b} ({base} "
+            f"passes, {candidate} fails), c = {test.c} ({candidate} passes, {base} "
+            f"fails); two-sided p = {pvalue(test.pvalue)}, mid-p = {pvalue(test.midp)}."
         ),
-        Paragraph(f"Verdict: {headline['verdict']}: {headline['reason']}.", "verdict"),
-        Paragraph(f"Rule: {headline['rule']}."),
-        *(Paragraph(text, "note") for text in headline["notes"]),
+        Paragraph(f"Verdict: {report.verdict}: {headline.reason}.", "verdict"),
+        Paragraph(f"Rule: {headline.rule}."),
+        *(Paragraph(text, "note") for text in headline.notes),
     ]
     return Section("headline", "Headline", blocks)
 
@@ -142,27 +142,26 @@ def _method(method: str) -> str:
     }[method]
 
 
-def _flips(report: dict[str, Any], figures: Collection[str]) -> Section:
-    names, flips = report["names"], report["flips"]
-    sample = report["headline"]["mcnemar"]["sample"]
-    with_groups = any(row["group"] is not None for row in flips["tasks"])
-    header = ["task", *(["group"] if with_groups else []), f"{names['base']} c/n",
-              f"{names['candidate']} c/n", "difference (points)", f"at sample {sample}"]
+def _flips(report: Report, figures: Collection[str]) -> Section:
+    names, flips, sample = report.names, report.flips, report.headline.sample
+    with_groups = any(row.group is not None for row in flips.tasks)
+    header = ["task", *(["group"] if with_groups else []), f"{names.base} c/n",
+              f"{names.candidate} c/n", "difference (points)", f"at sample {sample}"]
     rows = [
-        [row["task_id"], *([str(row["group"])] if with_groups else []),
-         f"{row['base_c']}/{row['base_n']}", f"{row['candidate_c']}/{row['candidate_n']}",
-         points(row["difference"]), row["flip"]]
-        for row in flips["tasks"]
+        [row.task_id, *([str(row.group)] if with_groups else []),
+         f"{row.base_c}/{row.base_n}", f"{row.candidate_c}/{row.candidate_n}",
+         points(row.difference), row.flip]
+        for row in flips.tasks
     ]
     blocks: list[Block] = [
         Paragraph(
-            f"At sample {sample}: {len(flips['improved'])} improved, {len(flips['regressed'])} "
-            f"regressed, {flips['both_pass']} pass in both, {flips['both_fail']} fail in both."
+            f"At sample {sample}: {len(flips.improved)} improved, {len(flips.regressed)} "
+            f"regressed, {flips.both_pass} pass in both, {flips.both_fail} fail in both."
         ),
-        Paragraph(f"Improved ({names['base']} fails, {names['candidate']} passes): "
-                  f"{_ids(flips['improved'])}."),
-        Paragraph(f"Regressed ({names['base']} passes, {names['candidate']} fails): "
-                  f"{_ids(flips['regressed'])}."),
+        Paragraph(f"Improved ({names.base} fails, {names.candidate} passes): "
+                  f"{_ids(flips.improved)}."),
+        Paragraph(f"Regressed ({names.base} passes, {names.candidate} fails): "
+                  f"{_ids(flips.regressed)}."),
     ]
     if "forest" in figures:
         blocks.append(Figure("forest", "Per-task difference in pass rate over all episodes, "
@@ -171,123 +170,118 @@ def _flips(report: dict[str, Any], figures: Collection[str]) -> Section:
     return Section("flips", "Task flips", blocks)
 
 
-def _curve_table(report: dict[str, Any], curve: str, label: str) -> Table:
-    names, points_by_role = report["names"], report[curve]
-    rows = []
-    for base, candidate, difference in zip(
-        points_by_role["base"], points_by_role["candidate"], points_by_role["difference"],
-        strict=True,
-    ):
-        rows.append([
-            str(base["k"]),
-            f"{percent(base['estimate'])} {interval_percent(base['low'], base['high'])}",
-            f"{percent(candidate['estimate'])} "
-            f"{interval_percent(candidate['low'], candidate['high'])}",
-            f"{points(difference['estimate'])} "
-            f"{interval_points(difference['low'], difference['high'])}",
-        ])
-    return Table(["k", f"{names['base']} {label}", f"{names['candidate']} {label}",
+def _curve_table(names: PerArm[str], curve: Curve, label: str) -> Table:
+    rows = [
+        [str(base.k),
+         f"{percent(base.interval.estimate)} "
+         f"{interval_percent(base.interval.low, base.interval.high)}",
+         f"{percent(candidate.interval.estimate)} "
+         f"{interval_percent(candidate.interval.low, candidate.interval.high)}",
+         f"{points(difference.interval.estimate)} "
+         f"{interval_points(difference.interval.low, difference.interval.high)}"]
+        for base, candidate, difference in zip(*curve.arms, curve.difference, strict=True)
+    ]
+    return Table(["k", f"{names.base} {label}", f"{names.candidate} {label}",
                   "difference (points)"], rows)
 
 
-def _crossing_text(report: dict[str, Any], curve: str, label: str) -> str:
-    crossings = report[curve]["crossings"]
-    if not crossings:
-        leaders = {p["leader"] for p in report[curve]["difference"]} - {None}
+def _crossing_text(curve: Curve, label: str) -> str:
+    if not curve.crossings:
+        leaders = {point.leader for point in curve.difference} - {None}
         who = f"{leaders.pop()} is ahead or level" if leaders else "the arms are level"
         return f"The {label} curves do not cross: {who} at every k."
     described = "; ".join(
-        f"{c['leader_before']} leads up to k = {c['after_k']}, {c['leader_after']} from "
-        f"k = {c['by_k']}" for c in crossings
+        f"{c.leader_before} leads up to k = {c.after_k}, {c.leader_after} from k = {c.by_k}"
+        for c in curve.crossings
     )
     return f"The {label} curves cross: {described}."
 
 
-def _curves(report: dict[str, Any], figures: Collection[str]) -> Section:
+def _curves(report: Report, figures: Collection[str]) -> Section:
     blocks: list[Block] = []
     if "pass_k" in figures:
         blocks.append(Figure("pass_k", "pass@k and pass^k for both arms; bands are 95% "
                                        "task-bootstrap intervals."))
-    for curve, label in (("pass_at_k", "pass@k"), ("pass_hat_k", "pass^k")):
-        blocks += [Paragraph(_crossing_text(report, curve, label)),
-                   _curve_table(report, curve, label)]
+    for curve, label in ((report.pass_at_k, "pass@k"), (report.pass_hat_k, "pass^k")):
+        blocks += [Paragraph(_crossing_text(curve, label)),
+                   _curve_table(report.names, curve, label)]
     return Section("pass-k", "pass@k and pass^k", blocks)
 
 
-def _power(report: dict[str, Any]) -> Section:
-    power = report["power"]
-    effect = power["observed_effect"]
-    mde_text = f"{100 * power['mde']:.1f} points" if power["mde"] is not None else "not estimable"
-    required = power["required_tasks"]
+def _power(report: Report) -> Section:
+    power = report.power
+    mde_text = f"{100 * power.mde:.1f} points" if power.mde is not None else "not estimable"
+    required = power.required_tasks
     rows = [
-        ["tasks", str(power["tasks"])],
+        ["tasks", str(power.tasks)],
         ["paired standard deviation of per-task differences",
-         f"{100 * power['paired_sd']:.1f} points" if power["paired_sd"] is not None else "0"],
-        [f"minimum detectable effect ({power['power']:.0%} power, two-sided α = "
-         f"{power['alpha']})", mde_text],
-        ["observed difference", f"{points(effect)} points"],
-        [f"tasks the observed difference needs for {power['power']:.0%} power",
+         f"{100 * power.paired_sd:.1f} points" if power.paired_sd is not None else "0"],
+        [f"minimum detectable effect ({power.power:.0%} power, two-sided α = {power.alpha})",
+         mde_text],
+        ["observed difference", f"{points(power.observed_effect)} points"],
+        [f"tasks the observed difference needs for {power.power:.0%} power",
          str(required) if required is not None else "not estimable"],
     ]
     blocks: list[Block] = [Table(["", "value"], rows)]
-    blocks += [Paragraph(text, "warning") for text in power["warnings"]]
+    blocks += [Paragraph(text, "warning") for text in power.warnings]
     return Section("power", "Power", blocks)
 
 
-def _beneath(report: dict[str, Any]) -> Section:
-    names, beneath, tasks = report["names"], report["beneath"], report["tasks"]
-    arms = (beneath["base"], beneath["candidate"])
+def _beneath(report: Report) -> Section:
+    names, beneath, tasks = report.names, report.beneath, report.tasks
 
-    def row(label: str, show: Callable[[dict[str, Any]], str]) -> list[str]:
-        return [label, *(show(arm) for arm in arms)]
-
-    def count_and_rate(count: str, rate: str) -> Callable[[dict[str, Any]], str]:
-        return lambda arm: f"{arm[count]} ({percent(arm[rate])})"
+    def row(label: str, show: Callable[[Outcomes], str]) -> list[str]:
+        return [label, *(show(arm) for arm in beneath.arms)]
 
     rows = [
-        row("tasks", lambda arm: str(arm["tasks"])),
-        row("episodes", lambda arm: str(arm["episodes"])),
-        row("all-pass tasks", count_and_rate("all_pass", "all_pass_fraction")),
-        row("all-fail tasks", count_and_rate("all_fail", "all_fail_fraction")),
-        row("failure-capable tasks (not all-pass)", lambda arm: str(arm["failure_capable"])),
-        row("errored episodes (counted as failures)", count_and_rate("errors", "error_rate")),
-        row("timed-out episodes", count_and_rate("timeouts", "timeout_rate")),
-        row("truncated episodes", count_and_rate("truncations", "truncation_rate")),
-        row("refused episodes", count_and_rate("refusals", "refusal_rate")),
+        row("tasks", lambda arm: str(arm.tasks)),
+        row("episodes", lambda arm: str(arm.episodes)),
+        row("all-pass tasks", lambda arm: _count_and_rate(arm.all_pass, arm.all_pass_fraction)),
+        row("all-fail tasks", lambda arm: _count_and_rate(arm.all_fail, arm.all_fail_fraction)),
+        row("failure-capable tasks (not all-pass)", lambda arm: str(arm.failure_capable)),
+        row("errored episodes (counted as failures)",
+            lambda arm: _count_and_rate(arm.errors, arm.error_rate)),
+        row("timed-out episodes", lambda arm: _count_and_rate(arm.timeouts, arm.timeout_rate)),
+        row("truncated episodes",
+            lambda arm: _count_and_rate(arm.truncations, arm.truncation_rate)),
+        row("refused episodes", lambda arm: _count_and_rate(arm.refusals, arm.refusal_rate)),
         row("design effect 1 + (n − 1)ρ", _design_effect),
-        ["harness", *(", ".join(map(short_fingerprint, report["harness"][role]))
-                      for role in ("base", "candidate"))],
+        ["harness", *(", ".join(map(short_fingerprint, found))
+                      for found in report.harness.fingerprints)],
     ]
-    blocks: list[Block] = [Table(["", names["base"], names["candidate"]], rows)]
-    blocks += [Paragraph(text, "warning") for text in beneath["flags"]]
+    blocks: list[Block] = [Table(["", names.base, names.candidate], rows)]
+    blocks += [Paragraph(text, "warning") for text in beneath.flags]
     blocks.append(Paragraph(
-        f"Tasks compared: {tasks['compared']} ({names['base']}'s file holds "
-        f"{tasks['in_file']['base']}, {names['candidate']}'s {tasks['in_file']['candidate']})."
+        f"Tasks compared: {tasks.compared} ({names.base}'s file holds "
+        f"{tasks.in_file.base}, {names.candidate}'s {tasks.in_file.candidate})."
     ))
-    for role in ("base", "candidate"):
-        dropped = tasks["dropped"][role]
-        if dropped["count"]:
+    for name, dropped in zip(names, tasks.dropped, strict=True):
+        if dropped.count:
             blocks.append(Paragraph(
-                f"Dropped {dropped['count']} task(s) of {names[role]}, {dropped['reason']}: "
-                f"{_ids(dropped['ids'])}."
+                f"Dropped {dropped.count} task(s) of {name}, {dropped.reason}: "
+                f"{_ids(dropped.ids)}."
             ))
-    if beneath["groups"]:
+    if beneath.groups:
         blocks.append(Subheading("Per group"))
         blocks.append(Table(
-            ["group", "tasks", f"{names['base']} pass@1", f"{names['candidate']} pass@1",
+            ["group", "tasks", f"{names.base} pass@1", f"{names.candidate} pass@1",
              "difference (points)", "improved", "regressed"],
-            [[g["group"], str(g["tasks"]), percent(g["base"]), percent(g["candidate"]),
-              points(g["difference"]), str(g["improved"]), str(g["regressed"])]
-             for g in beneath["groups"]],
+            [[g.group, str(g.tasks), percent(g.base), percent(g.candidate),
+              points(g.difference), str(g.improved), str(g.regressed)]
+             for g in beneath.groups],
         ))
     return Section("beneath", "Beneath the mean", blocks)
 
 
-def _design_effect(arm: dict[str, Any]) -> str:
-    effect = arm["design_effect"]
-    if effect is None or effect["design_effect"] is None:
+def _count_and_rate(count: int, rate: float) -> str:
+    return f"{count} ({percent(rate)})"
+
+
+def _design_effect(arm: Outcomes) -> str:
+    effect = arm.design_effect
+    if effect is None or not math.isfinite(effect.design_effect):
         return "not estimable"
-    return f"{effect['design_effect']:.2f} (ρ = {effect['rho']:.3f})"
+    return f"{effect.design_effect:.2f} (ρ = {effect.rho:.3f})"
 
 
 def _flatten(value: Any, prefix: str = "") -> list[list[str]]:
@@ -318,7 +312,7 @@ PROTOCOL_TITLES = {
 }
 
 
-def _protocol(protocol: dict[str, Any], figures: Collection[str]) -> Section:
+def _protocol(protocol: ProtocolCard, figures: Collection[str]) -> Section:
     blocks: list[Block] = []
     ordered = [*PROTOCOL_TITLES, *(key for key in protocol if key not in PROTOCOL_TITLES)]
     for key in (key for key in ordered if key in protocol):

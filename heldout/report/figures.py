@@ -1,41 +1,57 @@
-"""The report's figures as PNG bytes, drawn with matplotlib's object API (no pyplot, no display,
-no global state), so they can be written as files and inlined in the HTML alike."""
+"""Every figure heldout draws, as PNG bytes: the report's, and the pipeline's val pass@k plot.
+
+Drawn with matplotlib's object API (no pyplot, no display, no backend chosen for the process,
+no global state), so they can be written as files and inlined in the HTML alike, and they
+render offline, unlike DVC's HTML plots, which load their chart library from the network.
+"""
 
 from __future__ import annotations
 
 import io
+from collections.abc import Mapping
 from typing import Any
 
+from matplotlib import colormaps
 from matplotlib.figure import Figure
 from matplotlib.ticker import PercentFormatter
 
-ARM_COLORS = {"base": "#6b7280", "candidate": "#2f6fdd"}
+from heldout.report.core import Report
+from heldout.report.sections import PerArm
+
+ARM_COLORS = PerArm(base="#6b7280", candidate="#2f6fdd")
 FLIP_COLORS = {"improved": "#15803d", "regressed": "#b91c1c", "both pass": "#60a5fa",
                "both fail": "#9ca3af"}
 # Beyond this many tasks the forest plot drops its task labels: they would overlap.
 LABELLED_TASKS_AT_MOST = 80
 
 
-def _png(figure: Figure) -> bytes:
+# The report's figures carry no Software tag, so their bytes do not change with matplotlib's
+# version. plots/val_passk.png has always carried it (None keeps matplotlib's default), and
+# keeps it so that the pipeline's output stays byte for byte what it was.
+WITHOUT_SOFTWARE_TAG = {"Software": None}
+
+
+def _png(figure: Figure, metadata: dict[str, Any] | None = WITHOUT_SOFTWARE_TAG) -> bytes:
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", metadata={"Software": None})
+    figure.savefig(buffer, format="png", metadata=metadata)
     return buffer.getvalue()
 
 
-def pass_k_figure(report: dict[str, Any]) -> bytes:
+def pass_k_figure(report: Report) -> bytes:
     """pass@k and pass^k against k for both arms, with task-bootstrap bands."""
     figure = Figure(figsize=(10, 4.2), dpi=110, layout="constrained")
     for axes, (curve, label) in zip(
-        figure.subplots(1, 2), (("pass_at_k", "pass@k"), ("pass_hat_k", "pass^k")), strict=True
+        figure.subplots(1, 2), ((report.pass_at_k, "pass@k"), (report.pass_hat_k, "pass^k")),
+        strict=True,
     ):
-        for role, color in ARM_COLORS.items():
-            points = report[curve][role]
-            ks = [p["k"] for p in points]
-            axes.fill_between(ks, [p["low"] for p in points], [p["high"] for p in points],
+        for name, points, color in zip(report.names, curve.arms, ARM_COLORS, strict=True):
+            ks = [point.k for point in points]
+            axes.fill_between(ks, [point.interval.low for point in points],
+                              [point.interval.high for point in points],
                               color=color, alpha=0.18, linewidth=0)
-            axes.plot(ks, [p["estimate"] for p in points], marker="o", markersize=4,
-                      color=color, label=report["names"][role])
-        ks = [p["k"] for p in report[curve]["base"]]
+            axes.plot(ks, [point.interval.estimate for point in points], marker="o",
+                      markersize=4, color=color, label=name)
+        ks = [point.k for point in curve.arms.base]
         axes.set_xscale("log", base=2)
         axes.set_xticks(ks, [str(k) for k in ks])
         axes.minorticks_off()
@@ -48,35 +64,34 @@ def pass_k_figure(report: dict[str, Any]) -> bytes:
     return _png(figure)
 
 
-def forest_figure(report: dict[str, Any]) -> bytes:
+def forest_figure(report: Report) -> bytes:
     """Each task's difference in pass rate (candidate − base), most improved on top, with the
     paired mean difference and its interval."""
-    rows = report["flips"]["tasks"]
-    difference = report["headline"]["difference"]
+    rows = report.flips.tasks
+    difference = report.headline.decision.difference
     labelled = len(rows) <= LABELLED_TASKS_AT_MOST
     height = 1.6 + 0.16 * len(rows) if labelled else 7.0
     figure = Figure(figsize=(7.5, height), dpi=110, layout="constrained")
     axes = figure.subplots()
     positions = list(range(len(rows), 0, -1))
-    axes.axvspan(100 * difference["low"], 100 * difference["high"], color="#2f6fdd", alpha=0.15,
+    axes.axvspan(100 * difference.low, 100 * difference.high, color="#2f6fdd", alpha=0.15,
                  label="paired 95% interval")
-    axes.axvline(100 * difference["estimate"], color="#2f6fdd", linewidth=1.5,
-                 label=f"mean {100 * difference['estimate']:+.1f} points")
+    axes.axvline(100 * difference.estimate, color="#2f6fdd", linewidth=1.5,
+                 label=f"mean {100 * difference.estimate:+.1f} points")
     axes.axvline(0, color="black", linewidth=0.8)
     for flip, color in FLIP_COLORS.items():
-        chosen = [(y, 100 * row["difference"]) for y, row in zip(positions, rows, strict=True)
-                  if row["flip"] == flip]
+        chosen = [(y, 100 * row.difference) for y, row in zip(positions, rows, strict=True)
+                  if row.flip == flip]
         if chosen:
             axes.scatter([x for _, x in chosen], [y for y, _ in chosen], s=14, color=color,
-                         label=f"{flip} at sample {report['headline']['mcnemar']['sample']}",
-                         zorder=3)
+                         label=f"{flip} at sample {report.headline.sample}", zorder=3)
     if labelled:
-        axes.set_yticks(positions, [row["task_id"] for row in rows], fontsize=7)
+        axes.set_yticks(positions, [row.task_id for row in rows], fontsize=7)
     else:
         axes.set_yticks([])
     axes.set_ylim(0.3, len(rows) + 0.7)
     axes.set_xlim(-105, 105)
-    axes.set_xlabel(f"{report['names']['candidate']} − {report['names']['base']} "
+    axes.set_xlabel(f"{report.names.candidate} − {report.names.base} "
                     "(points of pass rate, all episodes)")
     axes.grid(axis="x", alpha=0.3)
     axes.legend(fontsize=8, loc="lower right")
@@ -109,10 +124,37 @@ def val_selection_figure(selection: dict[str, Any]) -> bytes:
     return _png(figure)
 
 
-def draw_figures(report: dict[str, Any]) -> dict[str, bytes]:
+def draw_figures(report: Report) -> dict[str, bytes]:
     """Every figure the report has data for, by name (figures/<name>.png)."""
     figures = {"pass_k": pass_k_figure(report), "forest": forest_figure(report)}
-    selection = (report["protocol"] or {}).get("selection") or {}
+    selection = (report.protocol or {}).get("selection") or {}
     if selection.get("table"):
         figures["val_selection"] = val_selection_figure(selection)
     return figures
+
+
+def checkpoints_pass_at_k_figure(
+    curves: Mapping[str, Mapping[int, float]], *, title: str, highlight: str | None = None
+) -> bytes:
+    """pass@k against k (log 2 axis), one line per checkpoint; `highlight` drawn bold. The
+    pipeline's plots/val_passk.png."""
+    figure = Figure(figsize=(7, 4.5), dpi=120)
+    axes = figure.subplots()
+    colors = colormaps["viridis"]([i / max(len(curves) - 1, 1) for i in range(len(curves))])
+    for (name, curve), color in zip(curves.items(), colors, strict=True):
+        ks = sorted(curve)
+        bold = name == highlight
+        axes.plot(ks, [curve[k] for k in ks], marker="o", markersize=3, label=name,
+                  color="black" if bold else color, linewidth=2.5 if bold else 1.2,
+                  linestyle="--" if bold else "-")
+    axes.set_xscale("log", base=2)
+    ks = sorted({k for curve in curves.values() for k in curve})
+    axes.set_xticks(ks, [str(k) for k in ks])
+    axes.minorticks_off()
+    axes.set_xlabel("k (episodes per task)")
+    axes.set_ylabel("pass@k (unbiased, task average)")
+    axes.set_title(title)
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=8, ncol=2)
+    figure.tight_layout()
+    return _png(figure, metadata=None)

@@ -5,17 +5,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from heldout.episodes.episode import STATUSES
+from heldout.episodes.rows import STATUSES
 from heldout.errors import HeldoutError
 from heldout.report.formatting import short_fingerprint
+from heldout.report.sections import ROLES, Dropped, EpisodeSpan, Harness, PerArm, Tasks
 from heldout.statistics.counts import IncomparableRolloutsError, per_task_counts
 
-ROLES = ("base", "candidate")
 REQUIRED_COLUMNS = ("task_id", "sample", "harness", "passed", "status")
 
 
@@ -92,7 +91,7 @@ def _arm_names(
 
 def _harnesses(
     tables: tuple[pd.DataFrame, pd.DataFrame], names: tuple[str, str], allow_mismatch: bool
-) -> dict[str, Any]:
+) -> Harness:
     fingerprints = [sorted(set(table["harness"].astype(str))) for table in tables]
     match = fingerprints[0] == fingerprints[1] and len(fingerprints[0]) == 1
     if not match and not allow_mismatch:
@@ -106,7 +105,7 @@ def _harnesses(
             "the other's harness, or allow the mismatch (heldout compare "
             "--allow-harness-mismatch) and the report prints it in its headline"
         )
-    return {"match": match, **dict(zip(ROLES, fingerprints, strict=True))}
+    return Harness(match, PerArm(*fingerprints))
 
 
 def _episode_passes(table: pd.DataFrame) -> pd.Series:
@@ -135,7 +134,7 @@ def _passes_at_sample(
 
 def _match_tasks(
     counts: tuple[pd.DataFrame, pd.DataFrame], names: tuple[str, str]
-) -> tuple[list[str], dict[str, Any]]:
+) -> tuple[list[str], Tasks]:
     ids = [set(table.index) for table in counts]
     common = sorted(ids[0] & ids[1])
     if not common:
@@ -143,36 +142,23 @@ def _match_tasks(
             f"{names[0]} ({len(ids[0])} tasks) and {names[1]} ({len(ids[1])} tasks) share no "
             "task id: compare rollouts of the same split"
         )
-    dropped = {
-        role: {
-            "count": len(only),
-            "ids": sorted(only),
-            "reason": f"not in {other}'s rollouts" if only else "",
-        }
-        for role, only, other in (
-            ("base", ids[0] - ids[1], names[1]),
-            ("candidate", ids[1] - ids[0], names[0]),
-        )
-    }
-    episodes = {
-        role: {"min": int(table.loc[common, "n"].min()), "max": int(table.loc[common, "n"].max())}
-        for role, table in zip(ROLES, counts, strict=True)
-    }
-    tasks = {
-        "compared": len(common),
-        "in_file": dict(zip(ROLES, map(len, ids), strict=True)),
-        "dropped": dropped,
-        "episodes_per_task": episodes,
-    }
+    dropped = (
+        Dropped(len(only), sorted(only), f"not in {other}'s rollouts" if only else "")
+        for only, other in ((ids[0] - ids[1], names[1]), (ids[1] - ids[0], names[0]))
+    )
+    episodes = (
+        EpisodeSpan(int(table.loc[common, "n"].min()), int(table.loc[common, "n"].max()))
+        for table in counts
+    )
+    tasks = Tasks(len(common), PerArm(*map(len, ids)), PerArm(*dropped), PerArm(*episodes))
     return common, tasks
 
 
 @dataclass(frozen=True)
 class PairedArms:
-    base: Arm
-    candidate: Arm
-    tasks: dict[str, Any]  # compared, in_file, dropped (count, ids, reason), episodes_per_task
-    harness: dict[str, Any]  # match, and the fingerprints found in each arm
+    arms: PerArm[Arm]
+    tasks: Tasks
+    harness: Harness
 
 
 def pair_arms(
@@ -190,8 +176,8 @@ def pair_arms(
     harness = _harnesses(tables, arm_names, allow_harness_mismatch)
     counts = (_task_counts(base), _task_counts(candidate))
     task_ids, tasks = _match_tasks(counts, arm_names)
-    arms = [
+    arms = (
         Arm(name, table_counts.loc[task_ids], _passes_at_sample(table, sample, task_ids, name))
         for name, table_counts, table in zip(arm_names, counts, tables, strict=True)
-    ]
-    return PairedArms(arms[0], arms[1], tasks, harness)
+    )
+    return PairedArms(PerArm(*arms), tasks, harness)

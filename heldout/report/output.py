@@ -4,24 +4,24 @@ none) and its headline as text for a terminal."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from heldout.files import StagedOutputs, json_bytes, staged_outputs
+from heldout.report.core import Report
 from heldout.report.document import Document, report_document
 from heldout.report.figures import draw_figures
 from heldout.report.render import figure_path, render_html, render_markdown
 
 
-def stage_report(report: dict[str, Any], out_dir: Path, outputs: StagedOutputs) -> list[Path]:
+def stage_report(report: Report, out_dir: Path, outputs: StagedOutputs) -> list[Path]:
     """Stage the report's files into `outputs`, so a pipeline stage can commit them together
-    with its other outputs (metrics/test.json: `report["metrics"]`). Returns their paths."""
+    with its other outputs (metrics/test.json: `report.metrics`). Returns their paths."""
     out_dir = Path(out_dir)
     figures = draw_figures(report)
     document = report_document(report, figures)
     files = {
         out_dir / "report.md": render_markdown(document).encode(),
         out_dir / "report.html": render_html(document, figures).encode(),
-        out_dir / "report.json": json_bytes(report),
+        out_dir / "report.json": json_bytes(report.to_json()),
         **{out_dir / figure_path(name): png for name, png in figures.items()},
     }
     for path, data in files.items():
@@ -29,13 +29,13 @@ def stage_report(report: dict[str, Any], out_dir: Path, outputs: StagedOutputs) 
     return list(files)
 
 
-def write_report(report: dict[str, Any], out_dir: Path) -> list[Path]:
+def write_report(report: Report, out_dir: Path) -> list[Path]:
     """Write the report's files into `out_dir` atomically; returns their paths."""
     with staged_outputs() as outputs:
         return stage_report(report, out_dir, outputs)
 
 
-def headline_markdown(report: dict[str, Any]) -> str:
+def headline_markdown(report: Report) -> str:
     """The headline section alone, as Markdown (what `heldout compare` prints)."""
     document = report_document(report, figures=())
     return render_markdown(Document(document.title, document.sections[:1]))

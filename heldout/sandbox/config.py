@@ -2,39 +2,37 @@
 
 from __future__ import annotations
 
-import inspect
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from heldout.errors import SandboxError
+from heldout.plugins import InvalidSettings, Plugin, Registry
 from heldout.sandbox.protocol import DEFAULT_IMAGE, Sandbox
 
-BACKENDS = ("subprocess", "docker")
+# A backend's factory takes its validated settings and returns an open Sandbox. The docker
+# backend's module is the only one that imports the docker SDK, and only whoever chooses it
+# imports that module.
+BACKENDS = Registry("sandbox backend", [
+    Plugin("subprocess", "heldout.sandbox.subprocess:SubprocessSandbox", "SubprocessSettings"),
+    Plugin("docker", "heldout.sandbox.docker:DockerSandbox", "DockerSettings"),
+])
 
 
 def make_sandbox(backend: str = "subprocess", **settings: Any) -> Sandbox:
     """A sandbox of the named backend. Settings: `workers` (both); `python`, `hidden_paths`
     (subprocess); `image`, `cpus`, `container_per` (docker)."""
-    if backend == "subprocess":
-        from heldout.sandbox.subprocess import SubprocessSandbox
-
-        factory: Any = SubprocessSandbox
-    elif backend == "docker":
-        # Imported only here: the docker SDK is needed only by those who choose this backend.
-        from heldout.sandbox.docker import DockerSandbox
-
-        factory = DockerSandbox
-    else:
-        raise SandboxError(f"unknown sandbox backend {backend!r}; choose one of {BACKENDS}")
-    known = set(inspect.signature(factory).parameters) - {"client"}
-    unknown = sorted(set(settings) - known)
-    if unknown:
-        raise SandboxError(
-            f"sandbox backend {backend!r} has no setting {', '.join(unknown)}; "
-            f"it has {', '.join(sorted(known))}"
-        )
-    return factory(**settings)
+    if backend not in BACKENDS:
+        raise SandboxError(f"unknown sandbox backend {backend!r}; choose one of {BACKENDS.names}")
+    try:
+        return BACKENDS.create(backend, settings)
+    except InvalidSettings as error:
+        if unknown := error.unknown_fields():
+            raise SandboxError(
+                f"sandbox backend {backend!r} has no setting {', '.join(unknown)}; "
+                f"it has {', '.join(sorted(error.fields))}"
+            ) from None
+        raise SandboxError(error.render(f"sandbox backend {backend!r}: ")) from None
 
 
 class SandboxConfig(BaseModel):
@@ -43,7 +41,7 @@ class SandboxConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    backend: Literal["subprocess", "docker"] = "subprocess"
+    backend: Literal[BACKENDS.names] = "subprocess"
     image: str = DEFAULT_IMAGE  # docker; a task's runtime.image overrides it
     memory_mb: int = Field(512, ge=64)
     cpus: float = Field(1.0, gt=0)  # docker
@@ -52,12 +50,6 @@ class SandboxConfig(BaseModel):
     container_per: Literal["task", "program"] = "task"  # docker: a task's samples share one
 
     def open(self) -> Sandbox:
-        if self.backend == "docker":
-            return make_sandbox(
-                "docker",
-                image=self.image,
-                cpus=self.cpus,
-                workers=self.workers,
-                container_per=self.container_per,
-            )
-        return make_sandbox("subprocess", workers=self.workers)
+        # The section holds the settings of every backend; each is given those it has.
+        accepted = BACKENDS[self.backend].settings_model().model_fields
+        return make_sandbox(self.backend, **self.model_dump(include=set(accepted)))

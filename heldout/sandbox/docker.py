@@ -23,6 +23,7 @@ from typing import Any, Literal
 import docker
 import requests
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
+from pydantic import BaseModel, ConfigDict, Field
 
 from heldout.errors import SandboxError
 from heldout.sandbox.base import (
@@ -57,33 +58,30 @@ def engine_address() -> str:
     return host if host else "unix:///var/run/docker.sock (DOCKER_HOST is unset)"
 
 
-class DockerSandbox(BatchSandbox):
-    """`workers` containers at once, each with `cpus` CPUs, from `image` unless a program
-    names its own; `container_per` is "task" (one container per group of programs) or
-    "program"."""
+class DockerSettings(BaseModel):
+    """`make_sandbox("docker", ...)`: `workers` containers at once, each with `cpus` CPUs, from
+    `image` unless a program names its own; `container_per` is "task" (one container per
+    group of programs) or "program"."""
 
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    image: str = DEFAULT_IMAGE
+    workers: int = Field(2, ge=1)
+    cpus: float = Field(1.0, gt=0)
+    container_per: Literal["task", "program"] = "task"
+
+
+class DockerSandbox(BatchSandbox):
     network_isolated = True
 
-    def __init__(
-        self,
-        *,
-        image: str = DEFAULT_IMAGE,
-        workers: int = 2,
-        cpus: float = 1.0,
-        container_per: Literal["task", "program"] = "task",
-        client: docker.DockerClient | None = None,
-    ):
-        if workers < 1 or cpus <= 0:
-            raise SandboxError(f"workers must be at least 1 and cpus above 0: {workers}, {cpus}")
-        if container_per not in ("task", "program"):
-            raise SandboxError(f"container_per is 'task' or 'program', not {container_per!r}")
-        self.image = image
-        self.workers = workers
-        self.cpus = cpus
-        self.container_per = container_per
+    def __init__(self, settings: DockerSettings, client: docker.DockerClient | None = None):
+        self.image = settings.image
+        self.workers = settings.workers
+        self.cpus = settings.cpus
+        self.container_per = settings.container_per
         self._client = client or _connect()
         self._images_present: set[str] = set()
-        self._require_image(image)
+        self._require_image(self.image)
 
     def run_many(
         self, programs: Sequence[str | Program], *, timeout_s: float, memory_mb: int

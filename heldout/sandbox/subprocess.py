@@ -28,6 +28,8 @@ from functools import cache
 from pathlib import Path
 from typing import IO, Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from heldout.errors import SandboxError
 from heldout.sandbox.base import (
     JAIL_PATH,
@@ -65,25 +67,31 @@ def namespaces_available() -> bool:
     return probe.returncode == 0
 
 
-class SubprocessSandbox(BatchSandbox):
-    """`workers` runners, each running one program at a time. `python` is the interpreter the
-    runners (and so the programs) use, by default this one; `hidden_paths` adds folders that
-    programs must not see to ALWAYS_HIDDEN, the user's home and the working directory."""
+class SubprocessSettings(BaseModel):
+    """`make_sandbox("subprocess", ...)`: `workers` runners, each running one program at a
+    time. `python` is the interpreter the runners (and so the programs) use, by default this
+    one; `hidden_paths` adds folders that programs must not see to ALWAYS_HIDDEN, the user's
+    home and the working directory."""
 
-    def __init__(
-        self, *, workers: int = 2, python: str | None = None, hidden_paths: Sequence[str] = ()
-    ):
-        if workers < 1:
-            raise SandboxError(f"workers must be at least 1, not {workers}")
-        self.workers = workers
-        self.python = os.path.realpath(python or sys.executable)
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    workers: int = Field(2, ge=1)
+    python: str | None = None
+    hidden_paths: tuple[str, ...] = ()
+
+
+class SubprocessSandbox(BatchSandbox):
+    def __init__(self, settings: SubprocessSettings):
+        self.workers = settings.workers
+        self.python = os.path.realpath(settings.python or sys.executable)
         self.network_isolated = namespaces_available()
         if not self.network_isolated:
             _warn_unisolated()
         # The project is the working directory of whoever runs heldout.
-        self.hidden_paths = (*ALWAYS_HIDDEN, str(Path.home()), os.getcwd(), *hidden_paths)
+        self.hidden_paths = (*ALWAYS_HIDDEN, str(Path.home()), os.getcwd(),
+                             *settings.hidden_paths)
         self._slots: queue.Queue[_Worker | None] = queue.Queue()
-        for _ in range(workers):
+        for _ in range(self.workers):
             self._slots.put(None)  # a worker is started on first use
         self._closed = False
 

@@ -1,0 +1,59 @@
+"""Estimators, intervals and paired tests that every number heldout reports rests on.
+
+The unit of uncertainty is the task, never the episode (DESIGN §5): episodes of one task are
+correlated, so treating them as independent draws makes intervals too narrow by the square root
+of the design effect (Miller 2024, "Adding Error Bars to Evals: A Statistical Approach to
+Language Model Evaluations", arXiv:2411.00640). Everything here is a pure function of arrays,
+vectorized with numpy over tasks; results are small frozen dataclasses or arrays. Each module
+cites its sources in its docstrings.
+
+- estimators: pass@k and pass^k per task
+- intervals: Interval, Wilson and Clopper-Pearson intervals, the task bootstrap
+- paired_tests: the paired bootstrap of a difference, the exact McNemar test
+- power: design effect, minimum detectable effect, tasks required, noise floor of reruns
+- summary: one version's per-task counts summarized
+- decision: the verdict on a candidate against its base, and the gates it must pass
+- counts, selection: per-task counts from rollout rows; choosing a checkpoint on validation
+
+The names below are the statistics API (also importable from heldout.stats, its former home).
+"""
+
+from heldout.statistics.estimators import pass_at_k, pass_hat_k
+from heldout.statistics.intervals import (
+    Interval,
+    clopper_pearson_interval,
+    task_bootstrap_ci,
+    task_bootstrap_se,
+    wilson_interval,
+)
+from heldout.statistics.paired_tests import McNemarResult, mcnemar_exact, paired_bootstrap
+from heldout.statistics.power import (
+    DesignEffect,
+    NoiseFloor,
+    design_effect,
+    mde,
+    noise_floor,
+    required_tasks,
+)
+from heldout.statistics.summary import CountsSummary, summarize_counts
+
+__all__ = [
+    "CountsSummary",
+    "DesignEffect",
+    "Interval",
+    "McNemarResult",
+    "NoiseFloor",
+    "clopper_pearson_interval",
+    "design_effect",
+    "mcnemar_exact",
+    "mde",
+    "noise_floor",
+    "paired_bootstrap",
+    "pass_at_k",
+    "pass_hat_k",
+    "required_tasks",
+    "summarize_counts",
+    "task_bootstrap_ci",
+    "task_bootstrap_se",
+    "wilson_interval",
+]

@@ -1,7 +1,7 @@
 """From rollout rows to per-task success counts and per-checkpoint summaries.
 
 The unit is the task: an episode only contributes to its task's count c out of n, and every
-interval comes from resampling tasks (heldout.stats).
+interval comes from resampling tasks (heldout.statistics.intervals).
 """
 
 from __future__ import annotations
@@ -13,10 +13,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from heldout.episodes.rows import FAILURES
 from heldout.errors import HeldoutError
-from heldout.stats import summarize_counts
+from heldout.statistics.summary import summarize_counts
 
-COUNT_COLUMNS = ("n", "c", "errors", "timeouts", "truncations", "refusals")
+COUNT_COLUMNS = ("n", "c", *(failure.count for failure in FAILURES))
 KEY_COLUMNS = ["checkpoint", "task_id"]
 
 
@@ -33,9 +34,8 @@ def per_task_counts(rollouts: pd.DataFrame) -> pd.DataFrame:
     Errored episodes stay in n: an error is a failure, counted separately, never dropped."""
     status = rollouts["status"]
     table = rollouts.assign(
-        n=1, c=rollouts["passed"].astype(int), errors=(status == "error").astype(int),
-        timeouts=(status == "timeout").astype(int), truncations=(status == "truncated").astype(int),
-        refusals=(status == "refused").astype(int),
+        n=1, c=rollouts["passed"].astype(int),
+        **{failure.count: (status == failure.status).astype(int) for failure in FAILURES},
     )
     return _sum_per_task(table)
 
@@ -87,12 +87,10 @@ def summarize_checkpoint(counts: pd.DataFrame, ks: list[int], seed: int = 0) -> 
     c = counts["c"].to_numpy()
     summary = summarize_counts(c, n, [k for k in ks if k <= n.min()], seed=seed)
     episodes = int(n.sum())
-    interval = summary.pass_at_1
     return {
         "n_tasks": summary.n_tasks,
         "episodes": episodes,
-        "pass_at_1": {"estimate": float(interval.estimate), "low": float(interval.low),
-                      "high": float(interval.high), "method": interval.method},
+        "pass_at_1": summary.pass_at_1.to_json(),
         "pass_at_k": {str(k): v for k, v in summary.pass_at_k.items()},
         "pass_hat_k": {str(k): v for k, v in summary.pass_hat_k.items()},
         "failure_capable": summary.failure_capable,

@@ -14,7 +14,9 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from heldout.errors import ParamsError
-from heldout.stats import mde, pass_at_k, task_bootstrap_ci, task_bootstrap_se
+from heldout.statistics.estimators import pass_at_k
+from heldout.statistics.intervals import task_bootstrap_ci, task_bootstrap_se
+from heldout.statistics.power import mde
 
 RULES = ("best", "one_se", "last")
 _METRIC = re.compile(r"^pass@(\d+)$")
@@ -69,8 +71,8 @@ def select_checkpoint(
         column = values[name].to_numpy()
         interval = task_bootstrap_ci(column, seed=seed)
         table.append({
-            "checkpoint": name, "value": float(column.mean()), "low": float(interval.low),
-            "high": float(interval.high), "se": task_bootstrap_se(column, seed=seed),
+            "checkpoint": name, "value": interval.estimate, "low": interval.low,
+            "high": interval.high, "se": task_bootstrap_se(column, seed=seed),
         })
     best = max(table, key=lambda row: (row["value"], -order.index(row["checkpoint"])))
     if config.rule == "best":

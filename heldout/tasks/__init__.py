@@ -1,7 +1,9 @@
-"""Tasks: the record (`record`), where tasks come from (`sources`), the split by group
-(`split`). The names below are the public API the README documents."""
+"""Tasks: the record (`record`), its kinds (`kinds`, one module each), where tasks come from
+(`sources`), the split by group (`split`). The names below are the public API the README
+documents."""
 
-from heldout.tasks.record import TASK_KINDS, NonBlank, Task, TaskRuntime, tasks_digest
+from heldout.tasks.kinds import TASK_KINDS
+from heldout.tasks.record import NonBlank, Task, TaskRuntime, tasks_digest
 from heldout.tasks.sources import (
     HUMANEVAL,
     TasksConfig,

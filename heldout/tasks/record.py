@@ -8,8 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, model_validator
 
 from heldout.canonical import content_digest
-
-TASK_KINDS = ("python-function",)
+from heldout.tasks.kinds import DEFAULT_KIND, TASK_KINDS
 
 
 def _not_blank(value: str) -> str:
@@ -38,7 +37,7 @@ class Task(BaseModel):
 
     id: NonBlank
     group: NonBlank
-    kind: Literal["python-function"] = "python-function"
+    kind: Literal[TASK_KINDS.names] = DEFAULT_KIND
     prompt: NonBlank
     entry_point: NonBlank
     tests: NonBlank

@@ -13,7 +13,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from heldout.errors import InputFileError, Problem
-from heldout.tasks.record import TASK_KINDS, NonBlank, Task
+from heldout.tasks.kinds import DEFAULT_KIND, TASK_KINDS
+from heldout.tasks.record import NonBlank, Task
 
 HUMANEVAL = "humaneval"
 
@@ -113,11 +114,18 @@ def _parse_line(raw: bytes, number: int) -> Task | list[Problem] | None:
     if not isinstance(value, dict):
         return [Problem(number, None, f"expected a JSON object, got {_json_type(value)}")]
     try:
-        return Task.model_validate(value)
+        return _schema(value).model_validate(value)
     except ValidationError as error:
         # A missing group is copied from id: its errors are id's, reported once under id.
         details = [d for d in error.errors() if "group" in value or d["loc"][:1] != ("group",)]
         return [_problem_from(number, detail) for detail in details]
+
+
+def _schema(record: dict[str, Any]) -> type[Task]:
+    """The model of the record's kind. A record of an unknown kind gets the default kind's,
+    which reports the kind along with the record's other problems."""
+    kind = record.get("kind", DEFAULT_KIND)
+    return TASK_KINDS[kind if kind in TASK_KINDS else DEFAULT_KIND].settings_model()
 
 
 def _problem_from(number: int, detail: dict[str, Any]) -> Problem:
@@ -128,7 +136,7 @@ def _problem_from(number: int, detail: dict[str, Any]) -> Problem:
     elif kind == "extra_forbidden":
         message = "unknown field; put extra information under 'metadata'"
     elif kind == "literal_error" and field == "kind":
-        message = f"unknown kind {given!r}; heldout knows {', '.join(TASK_KINDS)}"
+        message = f"unknown kind {given!r}; heldout knows {', '.join(TASK_KINDS.names)}"
     elif kind == "value_error":
         message = str(detail["ctx"]["error"])
     elif kind.endswith("_type"):

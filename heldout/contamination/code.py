@@ -1,139 +1,18 @@
-"""Fingerprints of evaluation items: what decontamination compares training data against.
-
-They let decontamination run without opening the test split. Everything is stored as hashes,
-not text, so the fingerprint file does not print the held-out items. The same functions
-fingerprint the training side, so both sides are hashed one way.
-
-Per item: for each field its raw and normalized sha256 and its word n-gram hashes; for the
-prompt and the reference a MinHash signature of word shingles; and for the *program* (prompt
-followed by reference, as a training copy would hold the whole task) the same plus a
-rename-invariant fingerprint of its Python functions (`code_fingerprint`).
-"""
+"""The rename-invariant fingerprint of a program's Python functions: a copied solution whose
+names, formatting or comments were changed still matches."""
 
 from __future__ import annotations
 
 import ast
 import builtins
-import hashlib
-import re
-import unicodedata
-from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, Literal
 
-import numpy as np
-from datasketch import MinHash
+from heldout.contamination.text import hash64
 
-from heldout.canonical import sha256_hex
-from heldout.tasks.record import Task
-
-NORMALIZATION = "nfkc-casefold-alnum-v1"
-NGRAM_HASH = "blake2b-64-words-fold64-v1"
-FINGERPRINTED_FIELDS = ("prompt", "reference", "tests")
-# Tests are mostly shared assertion boilerplate, so their resemblance says little about the
-# item; leaked tests are found by exact text and n-gram containment instead.
-MINHASH_FIELDS = ("prompt", "reference")
-PROGRAM = "program"
-
-MINHASH = {
-    "num_perm": 128,
-    "seed": 1,
-    "scheme": "affine32",
-    "shingle_words": 5,
-    "shingle_hash": "blake2b-64-words-fold64-high32-v1",
-}
-CODE_NORMALIZATION = "ast-positional-names-v2"
+CODE_NORMALIZATION = "ast-positional-names-v2"  # its version, as text.NORMALIZATION
 LiteralMode = Literal["keep", "type"]
 LITERAL_MODES: tuple[LiteralMode, ...] = ("keep", "type")
-
-_NOT_WORD = re.compile(r"[^\w]+")
-
-
-def normalize_text(text: str) -> str:
-    """Fold Unicode forms, case, whitespace and every non-word character, so that copies that
-    differ only in formatting or punctuation normalize to the same string."""
-    folded = unicodedata.normalize("NFKC", text).casefold()
-    return " ".join(_NOT_WORD.sub(" ", folded).split())
-
-
-@lru_cache(maxsize=1 << 20)
-def _word_hash(word: str) -> int:
-    return _hash64(word)
-
-
-def _hash64(text: str) -> int:
-    return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "big")
-
-
-def word_hashes(words: list[str]) -> np.ndarray:
-    """64-bit hashes of the words: each word hashed once, n-grams and shingles folded from them
-    with numpy, an order of magnitude cheaper than hashing the text of every n-gram."""
-    return np.fromiter(map(_word_hash, words), dtype=np.uint64, count=len(words))
-
-
-# Odd, so folding by multiply-and-add keeps every word's bits (uint64 arithmetic wraps: the
-# intended modulo 2**64).
-_FOLD = np.uint64(0x9E3779B97F4A7C15)
-
-
-def window_hashes(hashes: np.ndarray, n: int) -> np.ndarray:
-    """A 64-bit hash of each run of n consecutive words, from their word hashes. A text shorter
-    than n words is one window of all its words, so short items can still be matched rather
-    than silently never compared."""
-    if not len(hashes):
-        return hashes
-    n = min(n, len(hashes))
-    count = len(hashes) - n + 1
-    windows = hashes[:count].copy()
-    for offset in range(1, n):
-        windows = windows * _FOLD + hashes[offset : offset + count]
-    return windows
-
-
-def ngram_hashes(words: list[str], n: int) -> set[int]:
-    """Hashes of the word n-grams (see window_hashes)."""
-    return set(window_hashes(word_hashes(words), n).tolist())
-
-
-# --- MinHash -------------------------------------------------------------------------------
-
-# Shared by every signature: datasketch would otherwise draw the permutations per MinHash.
-_PERMUTATIONS = MinHash(
-    num_perm=MINHASH["num_perm"], seed=MINHASH["seed"], scheme=MINHASH["scheme"]
-).permutations
-
-
-def _identity(value: int) -> int:
-    return value
-
-
-def shingle_count(word_count: int) -> int:
-    return max(0, word_count - MINHASH["shingle_words"] + 1) if word_count else 0
-
-
-def minhash(hashes: np.ndarray) -> MinHash | None:
-    """The MinHash of a text's word shingles, from its word hashes (None for an empty text).
-    The shingle hashes are the top 32 bits of the window hashes, which depend on every word."""
-    if not len(hashes):
-        return None
-    shingles = np.unique(window_hashes(hashes, MINHASH["shingle_words"]) >> np.uint64(32))
-    signature = MinHash(
-        num_perm=MINHASH["num_perm"], seed=MINHASH["seed"], scheme=MINHASH["scheme"],
-        hashfunc=_identity, permutations=_PERMUTATIONS,
-    )
-    signature.update_batch(shingles.astype(np.uint32).tolist())
-    return signature
-
-
-def minhash_from_signature(signature: Iterable[int]) -> MinHash:
-    return MinHash(
-        seed=MINHASH["seed"], scheme=MINHASH["scheme"], hashfunc=_identity,
-        hashvalues=list(signature), permutations=_PERMUTATIONS,
-    )
-
-
-# --- Rename-invariant code fingerprint -----------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -229,7 +108,7 @@ class _Serializer:
                 token = self.resolve(token) or placeholders.setdefault(
                     token, f"_{len(placeholders)}")
             out.append(token)
-        return _hash64("\x1f".join(out))
+        return hash64("\x1f".join(out))
 
     def resolve(self, token: str) -> str | None:
         """What a name stands for if the author did not choose it: an imported name is what it
@@ -367,61 +246,3 @@ def _without_docstring(node: ast.AST, field: str, items: list[Any]) -> list[Any]
     ):
         return items[1:]
     return items
-
-
-# --- Fingerprint files ---------------------------------------------------------------------
-
-
-def program_text(task: Task) -> str:
-    """The whole task as a training copy would hold it: the prompt, then the solution."""
-    return task.prompt + (task.reference or "")
-
-
-def text_fingerprint(text: str, n: int | None, with_minhash: bool) -> dict[str, Any]:
-    """Hashes of one text: raw and normalized sha256, word n-grams (unless n is None) and the
-    MinHash signature with its shingle count."""
-    normalized = normalize_text(text)
-    hashes = word_hashes(normalized.split())
-    fingerprint: dict[str, Any] = {
-        "sha256": sha256_hex(text),
-        "normalized_sha256": sha256_hex(normalized),
-    }
-    if n is not None:
-        fingerprint["ngrams"] = sorted(set(window_hashes(hashes, n).tolist()))
-    if with_minhash:
-        signature = minhash(hashes)
-        fingerprint["minhash"] = {
-            "signature": signature.hashvalues.tolist() if signature else [],
-            "shingles": shingle_count(len(hashes)),
-        }
-    return fingerprint
-
-
-def task_fingerprint(task: Task, n: int) -> dict[str, Any]:
-    fields = {}
-    for name in FINGERPRINTED_FIELDS:
-        text = getattr(task, name)
-        if text and text.strip():
-            fields[name] = text_fingerprint(text, n, with_minhash=name in MINHASH_FIELDS)
-    # The fields' n-grams already cover the program's.
-    program = text_fingerprint(program_text(task), None, with_minhash=True)
-    codes = {mode: code_fingerprint(program_text(task), mode) for mode in LITERAL_MODES}
-    program["code"] = (
-        None if codes["keep"] is None else {mode: c.to_json() for mode, c in codes.items()}
-    )
-    return {"id": task.id, "group": task.group, "fields": fields, PROGRAM: program}
-
-
-def split_fingerprints(split: str, digest: str, tasks: list[Task], n: int) -> dict[str, Any]:
-    items = [task_fingerprint(t, n) for t in sorted(tasks, key=lambda t: t.id)]
-    return {
-        "split": split,
-        "digest": digest,
-        "ngram_n": n,
-        "normalization": NORMALIZATION,
-        "ngram_hash": NGRAM_HASH,
-        "minhash": MINHASH,
-        "code_normalization": CODE_NORMALIZATION,
-        "code_unparsable": sum(item[PROGRAM]["code"] is None for item in items),
-        "items": items,
-    }

@@ -1,0 +1,63 @@
+"""Whether the compared tasks could have shown the difference: the minimum detectable effect,
+the tasks the observed effect needs, and warnings where "no difference detected" would be read
+as "no difference" (Miller 2024, power analysis)."""
+
+from __future__ import annotations
+
+from heldout.report.formatting import points, pvalue
+from heldout.report.inputs import Arm
+from heldout.report.sections import PerArm, Power
+from heldout.statistics.decision import NO_DIFFERENCE, Decision
+from heldout.statistics.paired_tests import mcnemar_exact
+from heldout.statistics.power import mde, required_tasks
+
+POWER, ALPHA = 0.8, 0.05
+# McNemar's test is usually trusted from 10 discordant pairs on; with 5 or fewer the exact
+# test cannot reach p < 0.05 whichever way they fall (2·0.5^5 = 0.0625).
+FEW_DISCORDANT = 10
+
+
+def paired_sd(arms: PerArm[Arm]) -> float | None:
+    """Standard deviation of the per-task differences; None for a single task."""
+    per_task = arms.candidate.rates - arms.base.rates
+    return float(per_task.std(ddof=1)) if per_task.size > 1 else None
+
+
+def power_section(arms: PerArm[Arm], decision: Decision, sample: int) -> Power:
+    tasks = len(arms.base.rates)
+    effect = decision.difference.estimate
+    sd = paired_sd(arms) or 0.0
+    spread = sd > 0
+    detectable = mde(sd, tasks, ALPHA, POWER) if spread else None
+    warnings = []
+    if not spread:
+        warnings.append(
+            "Every task has the same difference, so the paired standard deviation is 0 and "
+            "power cannot be estimated from these tasks."
+        )
+    discordant = decision.test.n_discordant
+    if discordant < FEW_DISCORDANT:
+        smallest_p = mcnemar_exact(0, discordant).pvalue
+        warnings.append(
+            f"Underpowered: only {discordant} task(s) disagree at sample {sample} (fewer than "
+            f"{FEW_DISCORDANT}); the smallest p-value the exact test can reach with "
+            f"{discordant} is {pvalue(smallest_p)}."
+        )
+    below_mde = detectable is not None and abs(effect) < detectable
+    if below_mde and decision.verdict == NO_DIFFERENCE:
+        warnings.append(
+            f"The observed difference ({points(effect)} points) is smaller than the minimum "
+            f"detectable effect ({100 * detectable:.1f} points): \"no difference detected\" "
+            "here is not evidence that there is none."
+        )
+    return Power(
+        power=POWER,
+        alpha=ALPHA,
+        tasks=tasks,
+        paired_sd=sd if spread else None,
+        mde=detectable,
+        observed_effect=effect,
+        required_tasks=required_tasks(sd, effect, ALPHA, POWER) if spread and effect else None,
+        underpowered=discordant < FEW_DISCORDANT or below_mde,
+        warnings=warnings,
+    )

@@ -1,0 +1,69 @@
+"""The protocol card a report carries: how the numbers were made and how spent the test set is.
+Copied as plain JSON values, checked where the card relies on its shape, and compared with the
+harness the rollouts ran under."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any, TypedDict
+
+from heldout.report.formatting import short_fingerprint
+
+
+class ProtocolCard(TypedDict, total=False):
+    """What `build_report(protocol=...)` renders as the protocol card. Every section is
+    optional and may hold more fields than listed: the card shows every field it is given.
+
+    tasks:       {"source", "digest", "count"}
+    split:       {"salt", "fractions": {"train", "val", "test"}, "test_version",
+                  "digests": {"train", "val", "test"}}
+    harness:     {"fingerprint", **Harness.model_dump(mode="json")} (every field: template,
+                  sampling, budgets, n, sandbox image and network, scorer version)
+    selection:   data/selection.json as the select stage writes it: {"rule", "metric",
+                  "chosen", "table": [{"checkpoint", "value", "low", "high", ...}, ...], ...}
+                  (the val table the rule chose from, drawn as a chart)
+    test_access: {"test_version", "opened", "models_evaluated", "ledger"} (from the ledger)
+    """
+
+    tasks: dict[str, Any]
+    split: dict[str, Any]
+    harness: dict[str, Any]
+    selection: dict[str, Any]
+    test_access: dict[str, Any]
+
+
+
+def protocol_copy(protocol: Mapping[str, Any]) -> ProtocolCard:
+    """The protocol as plain JSON values (never aliasing the caller's objects), checked where
+    the card relies on its shape: sections are objects, selection rows can be drawn."""
+    try:
+        copy = json.loads(json.dumps(protocol, allow_nan=False))
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"protocol must hold plain JSON values: {error}") from None
+    for name, section in copy.items():
+        if not isinstance(section, dict):
+            raise ValueError(f"protocol.{name} must be an object, got {section!r}")
+    for index, row in enumerate(copy.get("selection", {}).get("table", [])):
+        shaped = isinstance(row, dict) and isinstance(row.get("checkpoint"), str) and all(
+            isinstance(row.get(key), int | float) for key in ("value", "low", "high")
+        )
+        if not shaped:
+            raise ValueError(
+                f"protocol.selection.table[{index}] must be {{checkpoint, value, low, high}}, "
+                f"got {row!r}"
+            )
+    return copy
+
+
+def protocol_warnings(protocol: ProtocolCard, fingerprints: Iterable[str]) -> list[str]:
+    """A warning when the protocol declares a harness other than the one the rollouts were
+    produced under (`fingerprints`: every harness found in either arm)."""
+    declared = protocol.get("harness", {}).get("fingerprint")
+    produced = set(fingerprints)
+    if declared and produced != {declared}:
+        return [
+            f"The protocol's harness is {short_fingerprint(declared)}, but the rollouts were "
+            f"produced under {', '.join(map(short_fingerprint, sorted(produced)))}."
+        ]
+    return []

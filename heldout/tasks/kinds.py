@@ -1,0 +1,33 @@
+"""Task kinds by name. A kind brings its schema (the model its task records must pass), its
+program builder (how a completion and the hidden tests become the program the sandbox runs)
+and its scorer version. Adding a kind is an entry here plus its module, which holds the three.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from heldout.plugins import Plugin, Registry
+from heldout.sandbox.protocol import Program
+
+DEFAULT_KIND = "python-function"
+
+# A kind's target is its module's TaskKind; its settings model is its tasks' schema.
+TASK_KINDS = Registry("task kind", [
+    Plugin(DEFAULT_KIND, "heldout.tasks.python_function:KIND", "Task"),
+])
+
+
+@dataclass(frozen=True)
+class TaskKind:
+    # Part of the harness fingerprint: bumped whenever a program's layout or the meaning of a
+    # pass changes, so that scores from before and after are never compared.
+    scorer_version: str
+    # (task, completion, nonce) -> the program; the nonce travels on its stdin, never in its
+    # text (heldout.episodes.judge checks the marker it unlocks).
+    build_program: Callable[..., Program]
+
+
+def task_kind(name: str) -> TaskKind:
+    return TASK_KINDS[name].load()

@@ -1,0 +1,62 @@
+"""Every file the pipeline reads or writes, named once. dvc.yaml names the same paths (a test
+holds the two together); the core names only what it guards: the sealed test split and the
+ledger (heldout.custody.lock)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from heldout.custody.guard import LEDGER, SEALED_TEST, SPLIT_DIR
+
+PARAMS_FILE = Path("params.yaml")
+
+# split
+MANIFEST = SPLIT_DIR / "manifest.json"
+FINGERPRINT_DIR = SPLIT_DIR / "fingerprints"
+
+# decontaminate
+DECONTAM_DIR = Path("data/decontam")
+DECONTAM_TRAIN = DECONTAM_DIR / "train.jsonl"
+DECONTAM_REPORT = DECONTAM_DIR / "report.json"
+EXCLUDED = DECONTAM_DIR / "excluded.json"
+
+# rollouts and score
+ROLLOUT_DIR = Path("data/rollouts/val")
+SCORES = Path("data/scores/val.json")
+PER_TASK = Path("data/scores/val_per_task.parquet")
+VAL_METRICS = Path("metrics/val.json")
+PASSK_CSV = Path("plots/val_passk.csv")
+PASSK_PNG = Path("plots/val_passk.png")
+
+# select, test, report
+SELECTION = Path("data/selection.json")
+TEST_ROLLOUTS = Path("data/test/rollouts")
+ACCESS = Path("data/test/access.json")
+REPORTS = Path("reports")
+TEST_METRICS = Path("metrics/test.json")
+
+__all__ = [
+    "ACCESS", "DECONTAM_DIR", "DECONTAM_REPORT", "DECONTAM_TRAIN", "EXCLUDED", "FINGERPRINT_DIR",
+    "LEDGER", "MANIFEST", "PARAMS_FILE", "PASSK_CSV", "PASSK_PNG", "PER_TASK", "REPORTS",
+    "ROLLOUT_DIR", "SCORES", "SEALED_TEST", "SELECTION", "SPLIT_DIR", "TEST_METRICS",
+    "TEST_ROLLOUTS", "VAL_METRICS", "fingerprint_file", "rollout_file", "split_file",
+    "test_rollout_file",
+]
+
+
+def split_file(name: str) -> Path:
+    """train or val; the test split is sealed (SEALED_TEST)."""
+    return SPLIT_DIR / f"{name}.jsonl"
+
+
+def fingerprint_file(split: str) -> Path:
+    return FINGERPRINT_DIR / f"{split}.json"
+
+
+def rollout_file(checkpoint: str) -> Path:
+    return ROLLOUT_DIR / f"{checkpoint}.parquet"
+
+
+def test_rollout_file(arm: str) -> Path:
+    """candidate or base: the two arms of the single test access."""
+    return TEST_ROLLOUTS / f"{arm}.parquet"

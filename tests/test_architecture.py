@@ -1,0 +1,125 @@
+"""The layers of docs/design.md, checked on the source: what each room may import, no circles,
+no stage importing a stage, and modules small enough to read."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("heldout", "stages", "flows")
+MAX_LINES = 400
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def project_modules() -> dict[str, Path]:
+    return {module_name(path): path for package in PACKAGES
+            for path in sorted((ROOT / package).rglob("*.py"))}
+
+
+def imported(path: Path) -> set[str]:
+    """Every module an import statement names, lazy imports inside functions included: a
+    circle closed by a lazy import is still a circle."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            # The project imports absolutely; a relative import would escape these checks.
+            assert node.level == 0, f"{path}:{node.lineno}: relative import"
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+MODULES = project_modules()
+IMPORTS = {name: imported(path) for name, path in MODULES.items()}
+
+
+def project_imports(name: str) -> set[str]:
+    return {target for target in IMPORTS[name] if target in MODULES and target != name}
+
+
+def third_party_roots(name: str) -> set[str]:
+    return {target.split(".")[0] for target in IMPORTS[name]}
+
+
+def test_the_core_imports_neither_stages_flows_prefect_nor_mlflow():
+    offenders = {name: sorted(third_party_roots(name) & {"stages", "flows", "prefect", "mlflow",
+                                                          "prefect_dask", "dvc"})
+                 for name in MODULES if name.startswith("heldout")}
+    assert {name: found for name, found in offenders.items() if found} == {}
+
+
+def test_stages_never_import_flows_or_prefect():
+    offenders = {name: sorted(third_party_roots(name) & {"flows", "prefect", "prefect_dask"})
+                 for name in MODULES if name.startswith("stages")}
+    assert {name: found for name, found in offenders.items() if found} == {}
+
+
+def test_mlflow_is_imported_by_one_module_and_docker_by_one():
+    def importers(library: str) -> list[str]:
+        return sorted(name for name in MODULES if library in third_party_roots(name))
+
+    assert importers("mlflow") == ["stages.tracking"]
+    assert importers("docker") == ["heldout.sandbox.docker"]
+
+
+def stage_modules() -> set[str]:
+    """A stage is a module of stages/ with a flow of the same name in flows/ (flows/cli.py)."""
+    return {name for name in MODULES if name.startswith("stages.")
+            and f"flows.{name.split('.', 1)[1]}" in MODULES}
+
+
+def test_there_are_stages_to_check():
+    assert stage_modules() >= {"stages.split", "stages.rollouts", "stages.test", "stages.report"}
+
+
+@pytest.mark.parametrize("stage", sorted(stage_modules()))
+def test_no_stage_imports_another_stage(stage: str):
+    assert project_imports(stage) & (stage_modules() - {stage}) == set()
+
+
+def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Each circle met by a depth-first walk, as the trail of modules that closes it."""
+    state: dict[str, str] = {}
+    circles: list[list[str]] = []
+
+    def visit(name: str, trail: list[str]) -> None:
+        state[name] = "open"
+        for target in sorted(graph[name]):
+            if state.get(target) == "open":
+                circles.append(trail[trail.index(target):] + [target])
+            elif target not in state:
+                visit(target, [*trail, target])
+        state[name] = "done"
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name, [name])
+    return circles
+
+
+def test_there_is_no_import_circle():
+    assert import_circles({name: project_imports(name) for name in MODULES}) == []
+
+
+def test_a_circle_through_a_lazy_import_would_be_found(tmp_path: Path):
+    """The check is not vacuous: flows/warm.py once imported flows/cli.py inside a function,
+    and cli.py imported warm.py."""
+    warm = tmp_path / "warm.py"
+    warm.write_text("def become():\n    from flows.cli import main\n")
+    graph = {"flows.warm": imported(warm) & {"flows.cli"}, "flows.cli": {"flows.warm"}}
+    assert import_circles(graph) == [["flows.cli", "flows.warm", "flows.cli"]]
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_no_module_is_over_400_lines(name: str):
+    lines = len(MODULES[name].read_text(encoding="utf-8").splitlines())
+    assert lines <= MAX_LINES, f"{MODULES[name]} has {lines} lines"

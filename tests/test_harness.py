@@ -1,0 +1,30 @@
+"""The harness fingerprint is in every rollout row and MLflow run, and the score stage refuses
+rollouts made under another: pinned here, so that no refactor changes it unnoticed."""
+
+from __future__ import annotations
+
+import json
+
+from heldout.episodes.harness import Harness
+
+# What the default harness gave before plug-ins and budgets were regrouped.
+DEFAULT_FINGERPRINT = "f179c0d8ba07a7a7dc55694fa8599e1da49a430a08366ae7ae6b5ad81bf08a17"
+DEFAULT_JSON = (
+    '{"template": "{prompt}", "temperature": 0.8, "top_p": 0.95, "max_tokens": 512, '
+    '"max_turns": 1, "timeout_s": 10.0, "agent_timeout_s": 120.0, "n": 10, "seed": 0, '
+    '"retries": 1, "sandbox": {"backend": "subprocess", "image": "heldout-python:3.11", '
+    '"memory_mb": 512, "cpus": 1.0, "workers": 2, "network": "none", "container_per": "task"}, '
+    '"scorer_version": "python-function/1"}'
+)
+
+
+def test_the_default_harness_keeps_its_fingerprint_and_its_json():
+    assert json.dumps(Harness().model_dump(mode="json")) == DEFAULT_JSON
+    assert Harness().fingerprint() == DEFAULT_FINGERPRINT
+
+
+def test_only_what_can_change_a_score_changes_the_fingerprint():
+    faster = Harness(sandbox={"workers": 8, "container_per": "program"})
+    assert faster.fingerprint() == DEFAULT_FINGERPRINT
+    assert Harness(timeout_s=11).fingerprint() != DEFAULT_FINGERPRINT
+    assert Harness(sandbox={"backend": "docker"}).fingerprint() != DEFAULT_FINGERPRINT
