@@ -71,6 +71,53 @@ def test_mlflow_is_imported_by_one_module_and_docker_by_one():
     assert importers("docker") == ["heldout.sandbox.docker"]
 
 
+# docs/design.md, section 1: the rooms of the core and the other rooms each may import (every
+# room may import the top-level modules: canonical, errors, files, environment, plugins).
+ROOM_IMPORTS = {
+    "tasks": {"sandbox"},  # a task kind builds the program the sandbox runs
+    "contamination": {"tasks"},
+    "agents": {"tasks"},
+    "sandbox": set(),
+    "episodes": {"tasks", "agents", "sandbox"},
+    "statistics": {"episodes.rows"},
+    "custody": {"tasks"},
+    "report": {"statistics", "episodes.rows"},
+}
+# The README's public names from before the regrouping, each re-exporting its new home.
+COMPATIBILITY_NAMES = {"heldout.stats", "heldout.split", "heldout.scoring"}
+
+
+def room_of(module: str) -> str | None:
+    """The room a core module is in; None for a top-level module of heldout/."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 or MODULES[module].name == "__init__.py" else None
+
+
+def allowed(importer: str, target: str) -> bool:
+    if not target.startswith("heldout") or room_of(target) is None:
+        return True  # libraries, and top-level modules
+    room, rooms = room_of(importer), ROOM_IMPORTS.get(room_of(importer) or "", set())
+    if room is None:
+        return importer in COMPATIBILITY_NAMES
+    inside = target.removeprefix("heldout.")
+    return room_of(target) == room or any(inside == r or inside.startswith(r + ".")
+                                          for r in rooms)
+
+
+def test_each_room_of_the_core_imports_only_what_the_design_allows():
+    assert set(ROOM_IMPORTS) == {room_of(name) for name in MODULES
+                                 if name.startswith("heldout.") and room_of(name)}
+    crossings = sorted(f"{name} -> {target}" for name in MODULES if name.startswith("heldout")
+                       for target in project_imports(name) if not allowed(name, target))
+    assert crossings == []
+
+
+def test_the_room_rule_catches_a_crossing():
+    assert not allowed("heldout.statistics.counts", "heldout.episodes.judge")
+    assert allowed("heldout.statistics.counts", "heldout.episodes.rows")
+    assert not allowed("heldout.canonical", "heldout.tasks.record")
+
+
 def stage_modules() -> set[str]:
     """A stage is a module of stages/ with a flow of the same name in flows/ (flows/cli.py)."""
     return {name for name in MODULES if name.startswith("stages.")
