@@ -219,7 +219,7 @@ def prepare_data(data_dir: Path, shape: Shape) -> dict[str, float]:
     long each part took when it was generated."""
     from heldout.episodes.harness import Harness
     from stages.common import section
-    from stages.rollouts import ROLLOUT_DIR
+    from stages.catalog import rollout_file
     from stages.score import run_canaries
 
     project = data_dir / "project"
@@ -238,7 +238,7 @@ def prepare_data(data_dir: Path, shape: Shape) -> dict[str, float]:
 
     params = write_project_files(project, shape)
     harness = section(params, "harness", Harness)
-    paths = {name: project / ROLLOUT_DIR / f"{name}.parquet" for name in shape.checkpoint_names()}
+    paths = {name: project / rollout_file(name) for name in shape.checkpoint_names()}
     missing = [name for name, path in paths.items() if not path.is_file()]
     if missing:
         started = time.perf_counter()

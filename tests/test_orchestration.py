@@ -24,7 +24,7 @@ import yaml
 from heldout.canonical import sha256_hex
 from heldout.episodes.rows import TIMING_COLUMNS
 from stages import split
-from stages.rollouts import ROLLOUT_DIR
+from stages.catalog import rollout_file
 from tests.conftest import configure_small_project
 
 
@@ -85,7 +85,7 @@ def test_rollouts_on_a_dask_local_cluster_match_the_threads_runner(
     chunks = math.ceil(episodes / 7)
 
     summary = rollouts_flow(checkpoint="ck")
-    on_threads = pd.read_parquet(project / ROLLOUT_DIR / "ck.parquet")
+    on_threads = pd.read_parquet(project / rollout_file("ck"))
     assert summary["episodes"] == episodes and summary["resumed"] == 0
     assert task_runs_of_latest_flow_run("rollouts") == sorted(f"ck[{i}]" for i in range(chunks))
 
@@ -93,7 +93,7 @@ def test_rollouts_on_a_dask_local_cluster_match_the_threads_runner(
     set_params(project, "orchestration", task_runner="dask", dask_workers=2)
     monkeypatch.setattr(distributed, "LocalCluster", RecordingCluster)
     summary = rollouts_flow(checkpoint="ck")
-    on_dask = pd.read_parquet(project / ROLLOUT_DIR / "ck.parquet")
+    on_dask = pd.read_parquet(project / rollout_file("ck"))
     assert summary["resumed"] == 0
     (cluster,) = RecordingCluster.made
     finished = sum(prefix.state_counts["memory"]
