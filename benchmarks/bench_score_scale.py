@@ -218,8 +218,8 @@ def prepare_data(data_dir: Path, shape: Shape) -> dict[str, float]:
     there. Resumable: finished rollout files and a warmed canary cache are kept. Returns how
     long each part took when it was generated."""
     from heldout.episodes.harness import Harness
-    from stages.common import section
     from stages.catalog import rollout_file
+    from stages.common import section
     from stages.score import run_canaries
 
     project = data_dir / "project"

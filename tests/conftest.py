@@ -101,3 +101,48 @@ def configure_small_project(
         params[name].update(values)
     (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     return project
+
+
+# --- sandboxes, on both backends (shared by the suites that run hostile programs) ----------
+
+SANDBOX_BACKENDS = ("subprocess", "docker")
+NO_ENGINE = (
+    'no container engine for the docker backend: run `eval "$(scripts/container-engine.sh)"` '
+    "(it starts Podman and exports DOCKER_HOST), then the tests again. "
+)
+
+
+@pytest.fixture(scope="session")
+def subprocess_sandbox():
+    from heldout.sandbox.config import make_sandbox
+    from heldout.sandbox.subprocess import namespaces_available
+
+    if not namespaces_available():
+        pytest.skip("the subprocess backend isolates programs only as root with util-linux "
+                    "unshare; without them it runs them unisolated, which this suite would fail")
+    with make_sandbox("subprocess", workers=2) as sandbox:
+        yield sandbox
+
+
+@pytest.fixture(scope="session")
+def docker_sandbox():
+    from heldout.errors import SandboxError
+    from heldout.sandbox.config import make_sandbox
+
+    if not os.environ.get("DOCKER_HOST"):
+        pytest.skip(NO_ENGINE + "DOCKER_HOST is unset.")
+    try:
+        sandbox = make_sandbox("docker", workers=2)
+    except SandboxError as error:
+        pytest.skip(NO_ENGINE + str(error))
+    yield sandbox
+    sandbox.close()
+
+
+@pytest.fixture(params=SANDBOX_BACKENDS)
+def sandbox(request):
+    """Each backend in turn; after the test, the sandbox must still run a program."""
+    sandbox = request.getfixturevalue(f"{request.param}_sandbox")
+    yield sandbox
+    after = sandbox.run("print(6 * 7)", timeout_s=1.5, memory_mb=256)
+    assert (after.status, after.stdout_tail) == ("ok", "42\n"), "the sandbox must go on"

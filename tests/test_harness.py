@@ -7,14 +7,15 @@ import json
 
 from heldout.episodes.harness import Harness
 
-# What the default harness gave before plug-ins and budgets were regrouped.
-DEFAULT_FINGERPRINT = "f179c0d8ba07a7a7dc55694fa8599e1da49a430a08366ae7ae6b5ad81bf08a17"
+# What the default harness gives since the two-process judge (scorer python-function/2; with
+# python-function/1 it was f179c0d8...). Only a change of what a score means may change it.
+DEFAULT_FINGERPRINT = "abe2fdc2dd9edf5c85794828c82c7a3569d5177371085a370f654b992e1800bd"
 DEFAULT_JSON = (
     '{"template": "{prompt}", "temperature": 0.8, "top_p": 0.95, "max_tokens": 512, '
     '"max_turns": 1, "timeout_s": 10.0, "agent_timeout_s": 120.0, "n": 10, "seed": 0, '
     '"retries": 1, "sandbox": {"backend": "subprocess", "image": "heldout-python:3.11", '
     '"memory_mb": 512, "cpus": 1.0, "workers": 2, "network": "none", "container_per": "task"}, '
-    '"scorer_version": "python-function/1"}'
+    '"scorer_version": "python-function/2"}'
 )
 
 

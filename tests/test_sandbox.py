@@ -8,27 +8,27 @@ Podman and exports DOCKER_HOST (.ci/run does it); without one it is skipped, say
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
+import shutil
 import socket
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from heldout.episodes.judge import NO_MARKER_NOTE, score
+from heldout.episodes.judge import score
 from heldout.errors import SandboxError
 from heldout.sandbox.config import SandboxConfig, make_sandbox
 from heldout.sandbox.protocol import DEFAULT_IMAGE, ExecResult, Program
-from heldout.sandbox.subprocess import namespaces_available
 from heldout.tasks.record import Task
+from tests.conftest import SANDBOX_BACKENDS
 
 REPO = Path(__file__).resolve().parent.parent
-BACKENDS = ("subprocess", "docker")
 LIMITS = {"timeout_s": 1.5, "memory_mb": 256}
-NO_ENGINE = (
-    'no container engine for the docker backend: run `eval "$(scripts/container-engine.sh)"` '
-    "(it starts Podman and exports DOCKER_HOST), then the tests again. "
-)
 
 # Correct, so that only the hostile part can make it fail. abs() lets a test see whether a
 # completion's monkeypatching reaches the tests.
@@ -44,35 +44,6 @@ TASK = Task(
 )
 CORRECT = "    return a + b\n"
 WRONG = "    return 0\n"
-
-
-@pytest.fixture(scope="session")
-def subprocess_sandbox():
-    if not namespaces_available():
-        pytest.skip("the subprocess backend isolates programs only as root with util-linux "
-                    "unshare; without them it runs them unisolated, which this suite would fail")
-    with make_sandbox("subprocess", workers=2) as sandbox:
-        yield sandbox
-
-
-@pytest.fixture(scope="session")
-def docker_sandbox():
-    if not os.environ.get("DOCKER_HOST"):
-        pytest.skip(NO_ENGINE + "DOCKER_HOST is unset.")
-    try:
-        sandbox = make_sandbox("docker", workers=2)
-    except SandboxError as error:
-        pytest.skip(NO_ENGINE + str(error))
-    yield sandbox
-    sandbox.close()
-
-
-@pytest.fixture(params=BACKENDS)
-def sandbox(request):
-    sandbox = request.getfixturevalue(f"{request.param}_sandbox")
-    yield sandbox
-    after = sandbox.run("print(6 * 7)", **LIMITS)
-    assert (after.status, after.stdout_tail) == ("ok", "42\n"), "the sandbox must go on"
 
 
 def processes_tagged(tag: str) -> list[int]:
@@ -183,7 +154,7 @@ def test_the_project_and_the_test_split_cannot_be_read(sandbox, canary):
         assert test_split.read_text()[:60] not in outputs(result)
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", SANDBOX_BACKENDS)
 def test_secrets_in_the_environment_do_not_reach_programs(request, backend, monkeypatch):
     request.getfixturevalue(f"{backend}_sandbox")  # skips where the backend cannot run
     secret = f"heldout-fake-secret-{secrets.token_hex(8)}"
@@ -234,6 +205,233 @@ def _connect_program(host: str, port: int) -> str:
     )
 
 
+# --- the subprocess backend's jail: an allow-list ------------------------------------------
+# Its programs see a root of their own (heldout/sandbox/jail.py): /usr and the system's lib
+# and bin folders (or their symlinks), the interpreter, a few devices, /proc, /tmp and the work
+# folder. Nothing else of the machine, however readable it is there.
+
+SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32")
+DEVICES = ["fd", "full", "null", "random", "stderr", "stdin", "stdout", "urandom", "zero"]
+PREFIX = os.path.realpath(sys.base_prefix)  # the sandbox runs this interpreter (its default)
+
+
+def _shared_libraries() -> list[str]:
+    ldd = shutil.which("ldd")
+    if ldd is None:
+        return []
+    found = subprocess.run([ldd, os.path.realpath(sys.executable)], capture_output=True,
+                           text=True, check=False).stdout
+    return [words[0] for line in found.splitlines()
+            if (words := line.partition("=>")[2].split() or line.split())
+            and words[0].startswith("/")]
+
+
+def _allowed_top_entries() -> set[str]:
+    paths = [*SYSTEM_FOLDERS, "/dev", "/proc", "/tmp", PREFIX, os.path.realpath(sys.executable)]
+    if not any(os.path.realpath(sys.executable).startswith(f"{f}/") for f in SYSTEM_FOLDERS):
+        paths += [os.path.realpath(p) for p in _shared_libraries()] + _shared_libraries()
+    tops = {Path(p).parts[1] for p in paths}
+    return {top for top in tops if os.path.lexists(f"/{top}")}
+
+
+def _run_json(sandbox, program: str) -> object:
+    result = sandbox.run("import json, os, sys\n" + program, **LIMITS)
+    assert (result.status, result.stderr_tail) == ("ok", ""), outputs(result)
+    return json.loads(result.stdout_tail)
+
+
+LISTING = """
+def listing(path):
+    try:
+        return sorted(os.listdir(path))
+    except OSError as error:
+        return type(error).__name__
+print(json.dumps({path: listing(path) for path in sys.argv[1:] or PATHS}))
+"""
+
+
+def test_the_jail_root_holds_only_the_allow_list(subprocess_sandbox):
+    ancestors = [str(p) for p in Path(PREFIX).parents if str(p) != "/"]
+    paths = ["/", "/dev", "/tmp", *ancestors]
+    seen = _run_json(subprocess_sandbox, f"PATHS = {paths!r}\n{LISTING}")
+    assert set(seen["/"]) == _allowed_top_entries()
+    for name in ("bin", "sbin", "lib", "lib64", "lib32"):
+        assert (name in seen["/"]) == os.path.lexists(f"/{name}")
+    assert seen["/dev"] == DEVICES
+    assert len(seen["/tmp"]) == 1 and seen["/tmp"][0].startswith("program-")  # its own
+    # Where the interpreter lives outside /usr (a pyenv version under /root), each folder on
+    # the way to it holds that way alone: no sibling, no other version.
+    for folder in ancestors:
+        if not any(folder == f or folder.startswith(f"{f}/") for f in SYSTEM_FOLDERS):
+            below = Path(PREFIX).relative_to(folder).parts[0]
+            assert seen[folder] == [below], folder
+
+
+@pytest.fixture
+def outside_canaries():
+    """Secrets in folders outside the project: the machine's /tmp, the project's parent (the
+    place of other clones) and the home folder."""
+    secret = f"heldout-outside-canary-{secrets.token_hex(8)}"
+    folders = [Path(tempfile.mkdtemp(prefix="heldout-clone-", dir=parent))
+               for parent in ("/tmp", REPO.parent, Path.home())]
+    files = []
+    for folder in folders:
+        for name in ("params.yaml", "data/split/test.sealed"):
+            path = folder / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(secret)
+            path.chmod(0o644)
+            files.append(path)
+        folder.chmod(0o755)
+    yield secret, folders, files
+    for folder in folders:
+        shutil.rmtree(folder)
+
+
+def test_files_outside_the_project_are_neither_readable_nor_there(subprocess_sandbox,
+                                                                   outside_canaries):
+    secret, folders, files = outside_canaries
+    program = (
+        f"import os\nfor path in {[str(p) for p in files]!r}:\n"
+        "    try:\n        print(open(path).read())\n"
+        "    except OSError as error:\n        print(type(error).__name__)\n"
+        f"print([os.path.lexists(p) for p in {[str(p) for p in folders]!r}])\n"
+        f"print(sorted(os.listdir({str(REPO.parent)!r})) if os.path.isdir("
+        f"{str(REPO.parent)!r}) else 'gone')\n"
+    )
+    result = subprocess_sandbox.run(program, **LIMITS)
+    assert result.status == "ok", outputs(result)
+    assert secret not in outputs(result)
+    lines = result.stdout_tail.splitlines()
+    assert lines[:len(files)] == ["FileNotFoundError"] * len(files)
+    assert lines[len(files)] == str([False] * len(folders))
+
+
+def test_etc_root_and_the_other_folders_of_the_machine_are_not_there(subprocess_sandbox):
+    paths = ["/etc", "/etc/passwd", "/etc/shadow", "/root", "/home", "/work", "/var", "/opt",
+             "/srv", "/mnt", "/media", "/run", "/sys", "/boot", "/dev/shm", str(REPO)]
+    program = (f"import os\nfor path in {paths!r}:\n"
+               "    try:\n        print(path, sorted(os.listdir(path)) if os.path.isdir(path) "
+               "else open(path).read(10))\n"
+               "    except OSError as error:\n        print(path, type(error).__name__)\n")
+    result = subprocess_sandbox.run(program, **LIMITS)
+    assert result.status == "ok", outputs(result)
+    seen = dict(line.split(" ", 1) for line in result.stdout_tail.splitlines())
+    for path in paths:
+        if PREFIX.startswith(f"{path}/"):
+            # Only the way to the interpreter: /root holds .pyenv and nothing else.
+            assert seen[path] == str([Path(PREFIX).relative_to(path).parts[0]]), path
+        else:
+            assert seen[path] == "FileNotFoundError", path
+
+
+def test_the_interpreter_and_the_standard_library_work_in_the_jail(subprocess_sandbox):
+    program = (
+        "import json, math, random, collections, re, hashlib, itertools, functools, typing\n"
+        "import time, datetime, decimal, fractions, heapq, bisect, string, statistics\n"
+        "import subprocess, sys\n"
+        "assert math.isclose(math.sqrt(2) ** 2, 2)\n"
+        "assert hashlib.md5(b'').hexdigest() == 'd41d8cd98f00b204e9800998ecf8427e'\n"
+        "assert re.fullmatch(r'a+b', 'aab') and collections.Counter('aab')['a'] == 2\n"
+        "assert random.Random(1).random() == random.Random(1).random()\n"
+        "assert list(itertools.accumulate([1, 2])) == [1, 3]\n"
+        "assert functools.reduce(int.__add__, [1, 2]) == 3 and typing.List[int]\n"
+        "local = time.localtime()\n"
+        "assert local.tm_year >= 2024 and datetime.datetime.now().year >= 2024\n"
+        "print(json.dumps({'local': time.strftime('%Y', local)}))\n"
+        # The interpreter itself, started afresh from inside (as a program may).
+        "child = subprocess.run([sys.executable, '-I', '-S', '-c', 'import hashlib, json; "
+        "print(json.dumps(hashlib.sha256(b\"\").hexdigest()[:8]))'], capture_output=True, "
+        "text=True)\n"
+        "print(child.returncode, child.stdout.strip(), child.stderr[-300:])\n"
+    )
+    result = subprocess_sandbox.run(program, **LIMITS)
+    assert (result.status, result.stderr_tail) == ("ok", ""), outputs(result)
+    assert result.stdout_tail.splitlines()[1] == '0 "e3b0c442" '
+
+
+WRITES = r"""
+def attempt(path, make):
+    try:
+        make(path)
+        return "written"
+    except OSError as error:
+        return type(error).__name__
+here = os.getcwd()
+targets = ["/", "/tmp", "/usr", "/usr/lib", "/dev", "/proc", os.path.dirname(sys.executable),
+           sys.prefix, os.path.dirname(os.__file__), os.path.dirname(here)] + EXTRA
+results = {}
+for folder in targets:
+    results[folder] = [attempt(os.path.join(folder, "heldout-canary"),
+                               lambda p: open(p, "w").write("x")),
+                       attempt(os.path.join(folder, "heldout-canary-folder"), os.mkdir)]
+results["existing"] = [attempt(os.__file__, lambda p: open(p, "a").write("#")),
+                       attempt(sys.executable, lambda p: os.chmod(p, 0o777))]
+results["here"] = [attempt(os.path.join(here, "mine"), lambda p: open(p, "w").write("x")),
+                   attempt(os.path.join(here, "sub"), os.mkdir)]
+results["/dev/null"] = [attempt("/dev/null", lambda p: open(p, "w").write("x"))]
+mounts = ["/", "/usr", sys.prefix, "/dev", "/dev/null", "/proc", "/tmp", here]
+results["flags"] = {path: [bool(os.statvfs(path).f_flag & flag)
+                           for flag in (os.ST_RDONLY, os.ST_NOSUID)] for path in mounts}
+print(json.dumps(results))
+"""
+
+
+def test_writing_anywhere_but_the_work_dir_fails(subprocess_sandbox):
+    extra = ["/root", str(Path(PREFIX).parent)]
+    results = _run_json(subprocess_sandbox, f"EXTRA = {extra!r}\n{WRITES}")
+    assert results.pop("here") == ["written", "written"]
+    assert results.pop("/dev/null") == ["written"]
+    # Every mount nosuid, and read-only but for the work root and /proc.
+    flags = results.pop("flags")
+    assert all(nosuid for _, nosuid in flags.values()), flags
+    writable = {path for path, (read_only, _) in flags.items() if not read_only}
+    assert writable == {"/proc", "/tmp"} | {p for p in flags if p.startswith("/tmp/")}, flags
+    for where, outcome in results.items():
+        assert "written" not in outcome, where
+    assert not (Path(PREFIX) / "heldout-canary").exists()
+
+
+USER_NAMESPACE_ESCAPE = r"""
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+CLONE_NEWUSER, CLONE_NEWNS, MNT_DETACH = 0x10000000, 0x00020000, 2
+tried = {}
+if libc.unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0:
+    tried["unshare"] = os.strerror(ctypes.get_errno())
+else:
+    # root in a user namespace of its own: chroot out of a subfolder, unmount what covers.
+    os.mkdir("inner")
+    os.chroot("inner")
+    for _ in range(64):
+        os.chdir("..")
+    os.chroot(".")
+    for target in ("/", "/usr", "/tmp", "/proc"):
+        tried[target] = libc.umount2(target.encode(), MNT_DETACH)
+tried["/ after"] = sorted(os.listdir("/"))
+tried["/etc"] = os.path.lexists("/etc")
+print(json.dumps(tried))
+"""
+
+
+def test_a_user_namespace_of_the_programs_own_leads_nowhere_out(subprocess_sandbox):
+    tried = _run_json(subprocess_sandbox, USER_NAMESPACE_ESCAPE)
+    assert set(tried["/ after"]) == _allowed_top_entries()
+    assert tried["/etc"] is False
+    assert all(tried.get(target, -1) == -1 for target in ("/", "/usr", "/tmp", "/proc"))
+
+
+def test_hidden_paths_inside_the_allow_list_are_covered(subprocess_sandbox):
+    shared, env = Path("/usr/share"), Path(os.path.realpath("/usr/bin/env"))
+    if not (shared.is_dir() and env.is_file()):
+        pytest.skip("this machine has no /usr/share or no /usr/bin/env")
+    with make_sandbox("subprocess", workers=1, hidden_paths=(str(shared), str(env))) as hiding:
+        result = hiding.run(
+            f"import os, math\nprint(os.listdir({str(shared)!r}), "
+            f"open({str(env)!r}, 'rb').read(), math.pi > 3)\n", **LIMITS)
+    assert (result.status, result.stdout_tail) == ("ok", "[] b'' True\n"), outputs(result)
+
+
 # --- processes -----------------------------------------------------------------------------
 
 
@@ -261,7 +459,13 @@ def test_a_background_process_that_outlives_the_program_is_killed(sandbox):
     assert processes_tagged(tag) == []
 
 
-# --- scored programs: the completion marker ------------------------------------------------
+# --- scored programs: the judge decides -------------------------------------------------------
+# The full reward-hacking suite is tests/test_judge_adversarial.py; these are the exits and
+# tampering that the single-process marker design had to defend against, kept on the judge.
+
+
+def judge_reason(result: ExecResult) -> str:
+    return result.stderr_tail.rpartition("\n")[2]
 
 
 @pytest.mark.parametrize(
@@ -277,8 +481,8 @@ def test_a_background_process_that_outlives_the_program_is_killed(sandbox):
 )
 def test_exit_0_before_the_checks_is_not_a_pass(sandbox, completion):
     result = score(TASK, completion, sandbox, **LIMITS)
-    assert (result.passed, result.status, result.exit_code) == (False, "failed", 0)
-    assert result.stderr_tail.endswith(NO_MARKER_NOTE)
+    assert (result.passed, result.status, result.exit_code) == (False, "failed", None)
+    assert judge_reason(result).startswith("[heldout judge] ")
 
 
 @pytest.mark.parametrize(
@@ -289,7 +493,7 @@ def test_exit_0_before_the_checks_is_not_a_pass(sandbox, completion):
         "import builtins\nbuiltins.AssertionError = type('Nope', (Exception,), {})\n",
         "import os, sys\nsys.audit('heldout.checked')\nos._exit(0)\n",
         "import os\nprint('\\nheldout-checks-returned:' + '0' * 32, flush=True)\nos._exit(0)\n",
-        "x = '''\n",
+        "x = \'\'\'\n",
     ],
     ids=["patch-abs", "patch-exec", "patch-AssertionError", "raise-the-event", "print-a-guess",
          "swallow-the-tests"],
@@ -298,10 +502,11 @@ def test_a_wrong_completion_cannot_pass_by_tampering(sandbox, hack):
     assert score(TASK, CORRECT, sandbox, **LIMITS).passed, "the task itself must be passable"
     result = score(TASK, WRONG + hack, sandbox, **LIMITS)
     assert (result.passed, result.status) == (False, "failed")
+    assert judge_reason(result).startswith("[heldout judge] ")
 
 
-NONCE_HUNT = r"""
-import os, re, sys
+TESTS_HUNT = r"""
+import gc, os, re, sys
 seen = []
 def look(what):
     try:
@@ -310,43 +515,38 @@ def look(what):
         seen.append(repr(error))
 look(lambda: open(sys.modules['__main__'].__file__).read())
 look(lambda: sys.stdin.read())
-look(lambda: os.read(0, 100))
-look(lambda: open('/proc/self/cmdline', 'rb').read())
-look(lambda: open('/proc/self/environ', 'rb').read())
-look(lambda: open('/proc/self/mem', 'rb').read(10))
-look(lambda: open('/proc/1/mem', 'rb').read(10))
-def every_frames_locals():
-    frame, found = sys._getframe(), []
-    while frame is not None:
-        found.append(frame.f_locals)
-        frame = frame.f_back
+def every_fd():
+    found = []
+    for fd in range(64):
+        try:
+            os.set_blocking(fd, False)
+            found.append(os.read(fd, 1 << 16))
+        except OSError as error:
+            found.append(repr(error))
     return found
-look(every_frames_locals)
-look(lambda: __import__('gc').get_objects())
-look(lambda: __import__('ctypes'))
-look(lambda: os.fork())
-def grab():
-    try:
-        1 / 0
-    except ZeroDivisionError as error:
-        return error.__traceback__.tb_frame.f_back.f_locals
-look(grab)
-def runners_memory_files():  # the runner shares our user inside a container
-    return [open(f'/proc/1/fd/{fd}', 'rb').read() for fd in os.listdir('/proc/1/fd')
-            if 'memfd' in os.readlink(f'/proc/1/fd/{fd}')]
-look(runners_memory_files)
-print([s[:100] for s in seen])
-for guess in set(re.findall(r'[0-9a-f]{32}', ' '.join(seen))):
-    print('\nheldout-checks-returned:' + guess)
-sys.stdout.flush()
-os._exit(0)
+look(every_fd)
+look(lambda: [p for p in os.listdir('/proc') if p.isdigit()])
+for pid in [p for p in os.listdir('/proc') if p.isdigit()]:
+    for part in ('cmdline', 'environ', 'mem', 'maps'):
+        look(lambda: open(f'/proc/{pid}/{part}', 'rb').read(1 << 16))
+    look(lambda: [open(f'/proc/{pid}/fd/{fd}', 'rb').read(1 << 16)
+                  for fd in os.listdir(f'/proc/{pid}/fd')])
+look(lambda: [frame.f_locals for frame in [sys._getframe(i) for i in range(8)]])
+look(lambda: [o for o in gc.get_objects() if isinstance(o, (str, bytes)) and b'' == b''])
+look(lambda: dict(os.environ))
+found = ' '.join(seen)
+hidden = 'candidate(' + '-1, 1)'  # spelt so that this program's own text does not hold it
+print('FOUND-THE-TESTS' if hidden in found else 'no tests in sight',
+      flush=True)
 """
 
 
-def test_the_nonce_cannot_be_found_from_inside_the_program(sandbox):
-    result = score(TASK, WRONG + NONCE_HUNT, sandbox, **LIMITS)
-    assert (result.passed, result.status) == (False, "failed")
-    assert "is not allowed in a scored program" in result.stdout_tail, "the policy refused some"
+def test_the_tests_cannot_be_found_from_inside_the_program(sandbox):
+    result = score(TASK, WRONG + TESTS_HUNT, sandbox, **LIMITS)
+    assert "no tests in sight" in result.stdout_tail
+    assert "FOUND-THE-TESTS" not in result.stdout_tail
+    # It may have swallowed the judge's first call, which then gets no answer in time.
+    assert not result.passed and result.status in ("failed", "timeout")
 
 
 def test_a_correct_completion_that_prints_and_uses_the_standard_library_passes(sandbox):
@@ -359,7 +559,7 @@ def test_a_correct_completion_that_prints_and_uses_the_standard_library_passes(s
     result = score(TASK, completion, sandbox, **LIMITS)
     assert (result.passed, result.status) == (True, "ok")
     assert "computing Pair(a=2, b=3)" in result.stdout_tail
-    assert "heldout-checks-returned" not in result.stdout_tail
+    assert judge_reason(result) == "[heldout judge] the tests passed"
 
 
 # --- configuration and errors --------------------------------------------------------------

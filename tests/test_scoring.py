@@ -1,34 +1,25 @@
 """The scorer on HumanEval, on both backends: every canonical solution passes, every empty body
-fails, known-wrong completions fail with the right status; and the program it builds."""
+fails, known-wrong completions fail with the right status and the judge's reason; and the
+judged program it builds, whose candidate part never holds the tests."""
 
 from __future__ import annotations
 
-import ast
+import json
 from collections import Counter
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from heldout.episodes.judge import NO_MARKER_NOTE, _judge, build_program, score, score_many
+from heldout.episodes.judge import build_program, score, score_many
 from heldout.errors import SandboxError
-from heldout.sandbox.protocol import ExecResult
 from heldout.tasks.record import Task, TaskRuntime
 from heldout.tasks.sources import load_tasks
-from tests.test_sandbox import (  # noqa: F401 (fixtures)
-    BACKENDS,
-    docker_sandbox,
-    subprocess_sandbox,
-)
 
 HUMANEVAL = load_tasks("humaneval")
 LIMITS = {"timeout_s": 3.0, "memory_mb": 512}
 FIRST = HUMANEVAL[0]  # has_close_elements(numbers, threshold)
 
-
-@pytest.fixture(params=BACKENDS)
-def sandbox(request):
-    return request.getfixturevalue(f"{request.param}_sandbox")
 
 
 def test_every_canonical_solution_passes_and_every_empty_body_fails(sandbox):
@@ -41,7 +32,7 @@ def test_every_canonical_solution_passes_and_every_empty_body_fails(sandbox):
     assert [r.status for r in canonical] == ["ok"] * len(HUMANEVAL)
     assert not any(r.passed for r in empty)
     assert Counter(r.status for r in empty) == {"failed": len(HUMANEVAL)}
-    assert all("heldout-checks-returned" not in r.stdout_tail for r in results)
+    assert all(r.stderr_tail.endswith("\n[heldout judge] the tests passed") for r in canonical)
 
 
 WRONG = {
@@ -49,9 +40,11 @@ WRONG = {
     "an exception": ("    return numbers[10**9]\n", "failed", "IndexError"),
     "a syntax error": ("    return (\n", "failed", "SyntaxError"),
     "a body outside the function": ("return True\n", "failed", "'return' outside function"),
-    "an infinite loop": ("    while True:\n        pass\n", "timeout", "no exit within"),
+    "an infinite loop": ("    while True:\n        pass\n", "timeout",
+                         "no answer from has_close_elements before the deadline"),
     "a memory hog": ("    return [0] * 10**10\n", "oom", "MemoryError"),
-    "an exit before the tests": ("    pass\nimport sys\nsys.exit(0)\n", "failed", NO_MARKER_NOTE),
+    "an exit before the tests": ("    pass\nimport sys\nsys.exit(0)\n", "failed",
+                                 "[heldout judge] the solution did not load: SystemExit: 0"),
 }
 
 
@@ -63,56 +56,36 @@ def test_a_known_wrong_completion_fails_with_its_status(sandbox, name):
     assert evidence in result.stderr_tail
 
 
-def test_the_nonce_is_handed_on_stdin_and_never_in_the_program():
-    program = build_program(FIRST, FIRST.reference, "feedface" * 4)
-    assert program.stdin == "feedface" * 4
-    assert "feedface" not in program.source
+def test_the_tests_go_to_the_judge_and_never_into_the_candidates_program():
+    program = build_program(FIRST, FIRST.reference)
+    assert program.source == FIRST.prompt + FIRST.reference + "\n"
+    assert json.loads(program.judge) == {"prompt": FIRST.prompt, "tests": FIRST.tests,
+                                         "entry_point": FIRST.entry_point}
+    assert FIRST.tests.strip() not in program.source and program.stdin == ""
     assert (program.group, program.image) == (FIRST.id, None)
 
 
 def test_a_task_runtime_picks_the_image_and_the_limits(request):
     subprocess_backend = request.getfixturevalue("subprocess_sandbox")
     slow = FIRST.model_copy(update={"runtime": TaskRuntime(image="python:3.12", timeout_s=0.5)})
-    assert build_program(slow, "", "n").image == "python:3.12"
+    assert build_program(slow, "").image == "python:3.12"
     looping = "    while True:\n        pass\n"
     fast, limited = score_many([(FIRST, FIRST.reference), (slow, looping)], subprocess_backend,
                                timeout_s=30, memory_mb=256)
     assert (fast.status, limited.status) == ("ok", "timeout")
-    assert "no exit within 0.5 s" in limited.stderr_tail
+    assert limited.exec_s < 2 and "before the deadline" in limited.stderr_tail
 
 
 def test_a_kind_without_a_scorer_is_refused():
     other = Task.model_construct(**{**FIRST.model_dump(), "kind": "repo-patch"})
     with pytest.raises(SandboxError, match="no scorer for kind 'repo-patch'"):
-        build_program(other, "", "n")
+        build_program(other, "")
 
 
 @given(st.text())
-def test_any_completion_text_stays_inside_its_literal(completion):
-    """Whatever a completion holds (quotes, the placeholders' names, a marker), the program
-    parses and receives exactly the solution and the tests, as data."""
-    program = build_program(FIRST, completion, "n")
-    tree = ast.parse(program.source)
-    main = next(node for node in tree.body if getattr(node, "name", "") == "_heldout_main")
-    receiving = next(
-        node for node in main.body
-        if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "(solution, tests)"
-    )
-    solution, tests = ast.literal_eval(receiving.value)
-    assert solution == FIRST.prompt + completion + "\n"
-    assert tests == FIRST.tests
-
-
-def test_judging_needs_exit_0_and_the_exact_marker_line():
-    def ran(status: str, stdout: str) -> ExecResult:
-        return ExecResult(status == "ok", status, 0 if status == "ok" else 1, stdout, "", 0.1,
-                          True)
-
-    nonce = "ab" * 16
-    marker = f"\nheldout-checks-returned:{nonce}\n"
-    assert _judge(ran("ok", "out" + marker), nonce).passed
-    assert _judge(ran("ok", "out" + marker), nonce).stdout_tail == "out"
-    assert not _judge(ran("ok", "out\nheldout-checks-returned:" + "cd" * 16 + "\n"), nonce).passed
-    assert not _judge(ran("failed", marker), nonce).passed
-    no_marker = _judge(ran("ok", "out"), nonce)
-    assert (no_marker.passed, no_marker.status) == (False, "failed")
+def test_any_completion_text_is_the_candidates_source_and_nothing_else(completion):
+    """Whatever a completion holds (quotes, a forged reply, the tests' text), it is the
+    candidate's program, and the judge's part is the task's alone."""
+    program = build_program(FIRST, completion)
+    assert program.source == FIRST.prompt + completion + "\n"
+    assert json.loads(program.judge)["tests"] == FIRST.tests

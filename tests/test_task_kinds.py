@@ -12,13 +12,11 @@ from heldout.episodes.harness import Harness
 from heldout.episodes.judge import build_program, score
 from heldout.errors import InputFileError, SandboxError
 from heldout.plugins import Plugin
-from heldout.sandbox.prelude import MARKER
 from heldout.sandbox.protocol import Program
 from heldout.tasks import python_function
 from heldout.tasks.kinds import DEFAULT_KIND, TASK_KINDS, TaskKind, task_kind
 from heldout.tasks.record import Task
 from heldout.tasks.sources import load_jsonl_bytes
-from tests.test_sandbox import subprocess_sandbox  # noqa: F401 (fixture)
 
 ECHO_LINE = ('{"id": "e1", "kind": "echo", "prompt": "Say hi.", "entry_point": "-", '
              '"tests": "-", "expected": "hi"}')
@@ -31,11 +29,10 @@ class EchoTask(Task):
     expected: str
 
 
-def build_echo(task: EchoTask, completion: str, nonce: str) -> Program:
-    marker = MARKER.decode()
-    source = (f"import sys\nnonce = sys.stdin.read()\n"
-              f"if {completion!r} == {task.expected!r}:\n    print('\\n{marker}' + nonce)\n")
-    return Program(source=source, stdin=nonce, group=task.id)
+def build_echo(task: EchoTask, completion: str) -> Program:
+    """A plain program (no judge): it passes by exiting 0."""
+    source = f"import sys\nsys.exit(0 if {completion!r} == {task.expected!r} else 1)\n"
+    return Program(source=source, group=task.id)
 
 
 KIND = TaskKind(scorer_version="echo/1", build_program=build_echo)
@@ -50,7 +47,7 @@ def echo_kind(monkeypatch):
 def test_python_function_is_the_default_kind_and_sets_the_harness_scorer_version():
     assert TASK_KINDS.names == (DEFAULT_KIND,) == ("python-function",)
     assert task_kind(DEFAULT_KIND) is python_function.KIND
-    assert Harness().scorer_version == python_function.SCORER_VERSION == "python-function/1"
+    assert Harness().scorer_version == python_function.SCORER_VERSION == "python-function/2"
     assert TASK_KINDS[DEFAULT_KIND].settings_model() is Task
 
 
@@ -65,12 +62,12 @@ def test_a_record_is_validated_by_its_kinds_schema(echo_kind):
 
 
 def test_the_tasks_kind_builds_its_program_and_the_judge_scores_it(
-    echo_kind, subprocess_sandbox  # noqa: F811 (fixture)
+    echo_kind, subprocess_sandbox
 ):
     [task] = load_jsonl_bytes(ECHO_LINE.encode(), "echo.jsonl")
     assert task_kind(task.kind).scorer_version == "echo/1"
-    program = build_program(task, "hi", "n0nce")
-    assert program.stdin == "n0nce" and "'hi' == 'hi'" in program.source
+    program = build_program(task, "hi")
+    assert program.judge is None and "'hi' == 'hi'" in program.source
     limits = {"timeout_s": 5.0, "memory_mb": 256}
     assert score(task, "hi", subprocess_sandbox, **limits).passed
     assert not score(task, "bye", subprocess_sandbox, **limits).passed
@@ -81,4 +78,4 @@ def test_without_its_registry_entry_a_kind_is_unknown_to_loader_and_judge():
         load_jsonl_bytes(ECHO_LINE.encode(), "echo.jsonl")
     task = EchoTask(id="e1", prompt="Say hi.", entry_point="-", tests="-", expected="hi")
     with pytest.raises(SandboxError, match="task e1: no scorer for kind 'echo'"):
-        build_program(task, "hi", "n0nce")
+        build_program(task, "hi")

@@ -1,37 +1,29 @@
-"""Scoring a completion: the task's hidden tests, run in a sandbox, and a positive marker.
+"""Scoring a completion: the task's hidden tests, run by a judge the completion cannot reach.
 
-A completion passes only if its program exits 0 *and* prints the completion marker, a line
-with a random nonce that the program is handed on stdin and that only the code after the tests
-can print (heldout/sandbox/prelude.py says how). So `sys.exit(0)` or `os._exit(0)` before the
-tests, a crash of the test harness, or a printed guess do not pass. The program itself is the
-task kind's to build (heldout.tasks.kinds).
+The task's kind builds the program (heldout.tasks.kinds); for `python-function` that is a
+judged program (heldout/sandbox/roles.py): the completion runs in a candidate process that
+never holds the tests, and a judge process of another user runs the tests against it through
+plain-data calls. The sandbox returns the judge's verdict; nothing the completion prints,
+exits with or leaves behind can pass it.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import secrets
 from collections.abc import Iterable
 
 from heldout.episodes.budgets import ExecLimits, exec_limits
 from heldout.errors import SandboxError
-from heldout.sandbox.prelude import MARKER
 from heldout.sandbox.protocol import ExecResult, Program, Sandbox
 from heldout.tasks.kinds import TASK_KINDS, task_kind
 from heldout.tasks.record import Task
 
-NO_MARKER_NOTE = (
-    "\n[heldout] exit 0 without the completion marker: the program ended before its tests "
-    "returned"
-)
 
-
-def build_program(task: Task, completion: str, nonce: str) -> Program:
-    """The program that runs `completion` against the task's tests, as the task's kind builds
-    it. The nonce travels on the program's stdin, never in its text."""
+def build_program(task: Task, completion: str) -> Program:
+    """The program that judges `completion` against the task's tests, as the task's kind
+    builds it."""
     if task.kind not in TASK_KINDS:
         raise SandboxError(f"task {task.id}: no scorer for kind {task.kind!r}")
-    return task_kind(task.kind).build_program(task, completion, nonce)
+    return task_kind(task.kind).build_program(task, completion)
 
 
 def score(
@@ -47,9 +39,7 @@ def score_many(
     """Score (task, completion) pairs in parallel; results in the order of `pairs`. A task's
     runtime.timeout_s and runtime.memory_mb override the limits given here."""
     pairs = list(pairs)
-    nonces = [secrets.token_hex(16) for _ in pairs]
-    programs = [build_program(task, completion, nonce)
-                for (task, completion), nonce in zip(pairs, nonces, strict=True)]
+    programs = [build_program(task, completion) for task, completion in pairs]
     given = ExecLimits(timeout_s, memory_mb)
     by_limits: dict[ExecLimits, list[int]] = {}
     for index, (task, _) in enumerate(pairs):
@@ -58,18 +48,5 @@ def score_many(
     for limits, indices in by_limits.items():
         ran = sandbox.run_many([programs[i] for i in indices],
                                timeout_s=limits.timeout_s, memory_mb=limits.memory_mb)
-        for index, result in zip(indices, ran, strict=True):
-            results[index] = _judge(result, nonces[index])
+        results.update(zip(indices, ran, strict=True))
     return [results[index] for index in range(len(pairs))]
-
-
-def _judge(result: ExecResult, nonce: str) -> ExecResult:
-    """Passed = the sandbox's pass (exit 0 within limits) and the marker; the marker's line is
-    taken out of the output kept."""
-    marker = f"\n{(MARKER + nonce.encode()).decode()}\n"
-    marked = marker in result.stdout_tail
-    stdout = result.stdout_tail.replace(marker, "")
-    if result.status == "ok" and not marked:
-        return dataclasses.replace(result, passed=False, status="failed", stdout_tail=stdout,
-                                   stderr_tail=result.stderr_tail + NO_MARKER_NOTE)
-    return dataclasses.replace(result, passed=result.passed and marked, stdout_tail=stdout)

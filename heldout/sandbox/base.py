@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,14 @@ from heldout.sandbox.protocol import ExecResult, Program
 
 RUNNER_PATH = Path(__file__).with_name("runner.py")
 JAIL_PATH = Path(__file__).with_name("jail.py")
+# What the runner's forks use, sent as source in its settings (a container has no heldout).
+COMPANIONS = {
+    "heldout_sandbox_codec": Path(__file__).with_name("codec.py").read_text(encoding="utf-8"),
+    "heldout_sandbox_roles": Path(__file__).with_name("roles.py").read_text(encoding="utf-8"),
+}
+SEND_JUDGE = {"send": "judge"}  # runner.py asks for the judge's part of the job with this
+# A judged program runs as two users: the candidate's, and the judge's this far above it.
+JUDGE_UID_OFFSET = 1000
 
 # The locale survives into programs (it decides how they decode text); nothing else does.
 LOCALE_VARIABLES = ("LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ")
@@ -31,12 +40,33 @@ def as_program(program: str | Program) -> Program:
 def job(program: Program, timeout_s: float, memory_mb: int) -> dict[str, Any]:
     if timeout_s <= 0 or memory_mb <= 0:
         raise SandboxError(f"limits must be positive: timeout_s={timeout_s}, memory_mb={memory_mb}")
-    return {
+    one_job = {
         "source": program.source,
         "stdin": program.stdin,
         "timeout_s": timeout_s,
         "memory_mb": memory_mb,
     }
+    if program.judge is not None:
+        one_job["judge"] = program.judge
+    return one_job
+
+
+def exchange(
+    one_job: dict[str, Any], send: Callable[[bytes], None], receive: Callable[[], bytes]
+) -> dict[str, Any]:
+    """Send a job to a runner and return its reply. A judged job's trusted part goes only when
+    the runner asks for it, after it forked the candidate, and straight to the judge."""
+    judge = one_job.get("judge")
+    part = judge.encode("utf-8") if judge is not None else b""
+    header = {key: value for key, value in one_job.items() if key != "judge"}
+    if judge is not None:
+        header["judge_bytes"] = len(part)
+    send(json.dumps(header).encode() + b"\n")
+    reply = json.loads(receive())
+    if judge is not None and reply == SEND_JUDGE:
+        send(part)
+        reply = json.loads(receive())
+    return reply
 
 
 def result_from(reply: dict[str, Any], network_isolated: bool) -> ExecResult:

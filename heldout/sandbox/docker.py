@@ -27,10 +27,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from heldout.errors import SandboxError
 from heldout.sandbox.base import (
+    COMPANIONS,
+    JUDGE_UID_OFFSET,
     RUNNER_PATH,
     BatchSandbox,
     as_program,
     error_reply,
+    exchange,
     job,
     program_environment,
     result_from,
@@ -38,7 +41,11 @@ from heldout.sandbox.base import (
 from heldout.sandbox.protocol import DEFAULT_IMAGE, ExecResult, Program
 
 RUNNER_SOURCE = RUNNER_PATH.read_text(encoding="utf-8")
-USER = "65534:65534"  # nobody, in every Debian-like image
+# The runner is root in the container, with only the capabilities it needs to run the candidate
+# and the judge as two other users and to sweep up after them; they keep none of them.
+RUNNER_USER = "0:0"
+RUNNER_CAPABILITIES = ["SETUID", "SETGID", "KILL", "CHOWN", "DAC_OVERRIDE"]
+PROGRAM_UID = 1001
 WORK_TMPFS = "rw,nosuid,nodev,noexec,size=64m,mode=1777"
 # The runner and the work tmpfs share the container's memory with the program.
 OVERHEAD_MB = 96
@@ -47,9 +54,12 @@ START_LIMIT_S = 60.0
 REPLY_MARGIN_S = 30.0
 RUNNER_SETTINGS = {
     "work_root": "/tmp",
-    "kill_all_after": True,
+    "uid": PROGRAM_UID,
+    "judge_uid": PROGRAM_UID + JUDGE_UID_OFFSET,
+    "nproc": PROCESSES,
     "oom_when_killed": True,
     "env": program_environment(),
+    "companions": COMPANIONS,
 }
 
 
@@ -146,8 +156,9 @@ class DockerSandbox(BatchSandbox):
                 read_only=True,
                 tmpfs={"/tmp": WORK_TMPFS},
                 working_dir="/tmp",
-                user=USER,
+                user=RUNNER_USER,
                 cap_drop=["ALL"],
+                cap_add=RUNNER_CAPABILITIES,
                 security_opt=["no-new-privileges"],
                 mem_limit=f"{memory_mb + OVERHEAD_MB}m",
                 memswap_limit=f"{memory_mb + OVERHEAD_MB}m",
@@ -163,9 +174,9 @@ class DockerSandbox(BatchSandbox):
             channel = _Channel(attached._sock)
             channel.read_line(time.monotonic() + START_LIMIT_S)  # the runner's READY
             for one_job in jobs:
-                channel.send_line(json.dumps(one_job).encode())
-                line = channel.read_line(time.monotonic() + one_job["timeout_s"] + REPLY_MARGIN_S)
-                replies.append(json.loads(line))
+                deadline = time.monotonic() + one_job["timeout_s"] + REPLY_MARGIN_S
+                replies.append(exchange(one_job, channel.send,
+                                        lambda deadline=deadline: channel.read_line(deadline)))
             channel.close()
         except _ChannelLost as lost:
             message = f"the sandbox container stopped answering ({lost}); its stderr: "
@@ -225,9 +236,9 @@ class _Channel:
         self._stdout = b""
         self._stderr = b""
 
-    def send_line(self, data: bytes) -> None:
+    def send(self, data: bytes) -> None:
         try:
-            self._sock.sendall(data + b"\n")
+            self._sock.sendall(data)
         except OSError as error:
             raise self._lost(f"cannot send: {error}") from None
 

@@ -20,8 +20,9 @@ DEFAULT_IMAGE = "heldout-python:3.11"  # what scripts/container-engine.sh builds
 
 @dataclass(frozen=True)
 class ExecResult:
-    """How one program ended. `passed` is exit 0 within the limits; the scorer narrows it to
-    exit 0 *and* its completion marker (heldout.episodes.judge)."""
+    """How one program ended. `passed` is exit 0 within the limits, or, for a judged program,
+    the judge's verdict; then the last line of `stderr_tail` is the judge's reason, and
+    `exit_code` is 0 for a pass and None otherwise (the candidate's own exit decides nothing)."""
 
     passed: bool
     status: Status
@@ -36,12 +37,17 @@ class ExecResult:
 class Program:
     """A program and what comes with it. `stdin` is read by the program and never written to
     its files or arguments; `group` lets a backend run related programs together (the docker
-    backend runs one container per group); `image` overrides the docker backend's image."""
+    backend runs one container per group); `image` overrides the docker backend's image.
+
+    `judge`, when given, makes the program a judged one (heldout/sandbox/roles.py): the trusted
+    part, JSON {"prompt", "tests", "entry_point"}, goes to a judge process of its own, never to
+    the program's, and the judge's verdict is the result."""
 
     source: str
     stdin: str = ""
     group: str | None = None
     image: str | None = None
+    judge: str | None = None
 
 
 class Sandbox(Protocol):

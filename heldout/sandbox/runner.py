@@ -1,12 +1,16 @@
 """Runs untrusted programs one at a time under limits, and says how each one ended.
 
-Standard library only, no heldout imports: the subprocess backend runs this file as a
-long-lived worker (inside the jail of jail.py), the docker backend passes its source to
-`python3 -c` inside the container. Settings come as a JSON argument. The runner first writes
-READY, then answers each job, one JSON line on stdin ({"source", "stdin", "timeout_s",
-"memory_mb"}), with one JSON line on stdout ({"status", "exit_code", "stdout_tail",
-"stderr_tail", "exec_s"}). The host sends the next job only after the reply, so the runner
-never holds another program's input.
+Standard library only, no heldout imports: the subprocess backend runs this file inside the
+jail of jail.py, the docker backend passes its source to `python3 -c` in the container. Its
+settings (a JSON argument) carry the sources of roles.py and codec.py, which its forks use. It
+writes READY, then answers each job, a JSON line on stdin ({"source", "stdin", "timeout_s",
+"memory_mb"}, and "judge_bytes" for a judged program), with a JSON line on stdout ({"status",
+"exit_code", "stdout_tail", "stderr_tail", "exec_s"}); the next job comes after the reply.
+
+A judged program (roles.py) is a candidate and a judge, forked as two users of their own. The
+judge's part (prompt, tests, entry point) never passes through the runner: once both are forked
+the runner writes SEND_JUDGE, and the judge reads the "judge_bytes" the host then writes from
+the runner's own input. So no fork of the runner can find a test in memory it inherited.
 
 The runner is a pre-forked interpreter: started as `python -I -S`, it imports what programs
 commonly import and never runs untrusted code itself; each program runs in a fork of it, so it
@@ -15,18 +19,17 @@ starts from the same pristine state as a fresh `python -I -S main.py` would, wit
 rlimits on CPU, address space, file size, open files (and processes where its user is its
 own), an environment of PATH, locale, HOME and TMPDIR, stdin from memory, stdout and stderr
 into pipes of which the runner keeps the tails. After it ends, everything it started is
-killed: by its user (a user of its own), or by everything but this runner (inside a
-container), else by its process group.
+killed: all at once where the runner is the init of its PID namespace (a worker's, a
+container's), else by its process group.
 
 Every module and class the runner loads is reachable from the programs it forks, so it loads
 nothing that they must not have (no ctypes, no subprocess). The forks of one runner share its
 hash seed: a program's set and dict-of-str orders are the same from one run to the next.
 """
 
-import atexit
 import builtins
 import contextlib
-import io
+import fcntl
 import json
 import math
 import os
@@ -39,7 +42,7 @@ import tempfile
 import time
 import types
 
-# Imported once here rather than in every program (HumanEval's imports, and their kin).
+# Imported once here rather than in every program (HumanEval's imports and their kin).
 for _name in ("typing", "collections", "re", "math", "random", "copy", "string", "hashlib",
               "itertools", "functools", "heapq", "bisect", "threading"):
     with contextlib.suppress(ImportError):
@@ -48,7 +51,11 @@ for _name in ("typing", "collections", "re", "math", "random", "copy", "string",
 _MIB = 1024 * 1024
 _MAX_FD = 1 << 16
 READY = '{"ready": true}'
+SEND_JUDGE = '{"send": "judge"}'
 PROGRAM_FILE = "main.py"
+# A judged candidate's channel: calls in on CALLS, answers out on ANSWERS (roles.py).
+CALLS, ANSWERS, VERDICTS = 3, 4, 5
+JUDGE_GRACE_S = 0.5
 
 
 class _Tail:
@@ -69,14 +76,15 @@ class _Tail:
 
 class Runner:
     def __init__(self, settings):
+        _load_companions(settings["companions"])
         self.work_root = settings["work_root"]
-        # A user of the programs' own: its rlimit on processes is exact, and killing every
-        # process of that user after a program kills whatever it left behind.
+        # A user of the programs' own: its rlimit on processes is exact.
         self.uid = settings.get("uid")
-        # Inside a container every process but this runner belongs to the program.
-        self.kill_all_after = settings.get("kill_all_after", False)
         # Inside a container a SIGKILL that we did not send is the memory cgroup's.
         self.oom_when_killed = settings.get("oom_when_killed", False)
+        # The judge's user: another than the candidate's, so the candidate can neither signal
+        # nor trace it nor read its memory.
+        self.judge_uid = settings.get("judge_uid")
         self.env = settings["env"]
         self.nproc = settings.get("nproc")
         self.tail_bytes = settings.get("tail_bytes", 4096)
@@ -86,21 +94,25 @@ class Runner:
 
     def serve(self, jobs=None, replies=None):
         jobs = jobs or sys.stdin.buffer
-        replies = replies or sys.stdout
-        replies.write(READY + "\n")  # the host waits for this before it sends a job
-        replies.flush()
+        self.replies = replies or sys.stdout
+        self._say(READY)  # the host waits for this before it sends a job
         while True:
             job = _next_job(jobs)
             if job is None:
                 return
-            replies.write(json.dumps(self.run(job)) + "\n")
-            replies.flush()
+            self._say(json.dumps(self.run(job)))
+
+    def _say(self, line):
+        self.replies.write(line + "\n")
+        self.replies.flush()
 
     def run(self, job):
         workdir = tempfile.mkdtemp(prefix="program-", dir=self.work_root)
         try:
             if self.uid is not None:
                 os.chown(workdir, self.uid, self.uid)
+            if "judge_bytes" in job:
+                return self._run_judged(workdir, job)
             return self._run_in(workdir, job)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -115,11 +127,13 @@ class Runner:
         stdin = _memory_file(job.pop("stdin", "").encode("utf-8"))
         stdout_r, stdout_w = os.pipe()
         stderr_r, stderr_w = os.pipe()
+        oom_kills = roles.oom_kills()
         started = time.monotonic()
         try:
             pid = os.fork()
             if pid == 0:
-                self._become_program(path, job["source"], limits, (stdin, stdout_w, stderr_w))
+                self._become(self.uid, limits, (stdin, stdout_w, stderr_w), path,
+                             lambda env: roles.run_as_main(job["source"], path, env))
         finally:
             # The program's stdin is its fd 0 alone: a program that shares our user (in a
             # container) could otherwise read it again through /proc/<runner>/fd.
@@ -135,7 +149,9 @@ class Runner:
         exec_s = time.monotonic() - started
         self._sweep(pid)
         _drain(pipes)
-        status, note = self._status(ended, exit_code, stderr, timeout_s)
+        status, note = roles.program_status(ended, exit_code, stderr.text(),
+                                            self._oom_killed(oom_kills, exit_code), timeout_s,
+                                            self.max_output // _MIB)
         return {
             "status": status,
             "exit_code": exit_code,
@@ -144,26 +160,93 @@ class Runner:
             "exec_s": round(exec_s, 6),
         }
 
-    def _become_program(self, path, source, limits, fds):
-        """In the fork: take the program's identity and limits, run it, and never return."""
+    def _become(self, uid, limits, fds, path, role):
+        """In a fork: take `uid`, `limits` and `fds` (0, 1, 2, ... in order), run `role` with
+        the program's environment, and never return."""
         status = 126
         try:
             os.setsid()
-            for target, fd in enumerate(fds):
+            # Above every target first, so that no target is overwritten before it is copied.
+            high = [fcntl.fcntl(fd, fcntl.F_DUPFD, len(fds)) for fd in fds]
+            for target, fd in enumerate(high):
                 os.dup2(fd, target)
-            os.closerange(3, _MAX_FD)
+            os.closerange(len(fds), _MAX_FD)
             os.chdir(os.path.dirname(path))
-            if self.uid is not None:
+            if uid is not None:
                 os.setgroups([])
-                os.setgid(self.uid)
-                os.setuid(self.uid)
+                os.setgid(uid)
+                os.setuid(uid)
             limits()
-            env = {**self.env, "HOME": os.path.dirname(path), "TMPDIR": os.path.dirname(path)}
-            status = _run_as_main(source, path, env)
+            for name in RUNNER_MODULES:  # what only the runner uses leaves the fork's view
+                sys.modules.pop(name, None)
+            status = role({**self.env, "HOME": os.path.dirname(path),
+                           "TMPDIR": os.path.dirname(path)})
         except BaseException as error:
             os.write(2, f"[heldout] the program could not start: {error!r}\n".encode())
         finally:
             os._exit(status)
+
+    def _run_judged(self, workdir, job):
+        """A candidate and a judge (roles.py); the judge's verdict is the program's result."""
+        timeout_s = float(job["timeout_s"])
+        limits = self._limits(timeout_s, int(job["memory_mb"]))
+        path = os.path.join(workdir, PROGRAM_FILE)
+        with open(path, "w", encoding="utf-8") as file:
+            file.write(job["source"])
+        calls_r, calls_w = os.pipe()
+        answers_r, answers_w = os.pipe()
+        stdout_r, stdout_w = os.pipe()
+        stderr_r, stderr_w = os.pipe()
+        part_r, part_w = os.pipe()
+        verdicts_r, verdicts_w = os.pipe()
+        null = os.open(os.devnull, os.O_RDWR)
+        oom_kills = roles.oom_kills()
+        started = time.monotonic()
+        deadline = started + timeout_s
+        try:
+            candidate = os.fork()
+            if candidate == 0:
+                self._become(self.uid, limits, (null, stdout_w, stderr_w, calls_r, answers_w),
+                             path, lambda env: roles.run_candidate(
+                                 job["source"], path, env, CALLS, ANSWERS, codec))
+            judge = os.fork()
+            if judge == 0:
+                fds = (part_r, null, null, calls_w, answers_r, verdicts_w)
+                self._become(self.judge_uid, limits, fds, path, lambda env: roles.run_judge(
+                    int(job["judge_bytes"]), CALLS, ANSWERS, VERDICTS, deadline, codec))
+        finally:
+            for fd in (calls_r, calls_w, answers_r, answers_w, stdout_w, stderr_w, part_r,
+                       verdicts_w, null):
+                os.close(fd)
+        self._say(SEND_JUDGE)
+        roles.pass_on(int(job["judge_bytes"]), part_w)
+        stdout, stderr = _Tail(self.tail_bytes), _Tail(self.tail_bytes)
+        pipes = {stdout_r: stdout, stderr_r: stderr}
+        # The judge's own deadline is the program's: a moment more lets it say what timed out.
+        ended = self._watch(judge, pipes, deadline + JUDGE_GRACE_S)
+        # How the candidate ended counts only where it ended before our SIGKILL after the verdict.
+        ended_by_itself, wait_status, _ = os.wait4(candidate, os.WNOHANG)
+        _kill_group(candidate)
+        if ended != "exited":
+            _kill_group(judge)
+        if not ended_by_itself:
+            os.wait4(candidate, 0)
+        candidate_code = os.waitstatus_to_exitcode(wait_status) if ended_by_itself else None
+        os.wait4(judge, 0)
+        exec_s = time.monotonic() - started
+        self._sweep(candidate, judge)
+        _drain(pipes)
+        verdict = roles.read_verdict(verdicts_r)
+        out_of_memory = self._oom_killed(oom_kills, candidate_code) or \
+            stderr.text().rstrip().rpartition("\n")[2].startswith("MemoryError")
+        status, reason = roles.judged_status(ended, verdict, out_of_memory, timeout_s)
+        return {
+            "status": status,
+            "exit_code": 0 if status == "ok" else None,
+            "stdout_tail": stdout.text(),
+            "stderr_tail": stderr.text() + f"\n[heldout judge] {reason}",
+            "exec_s": round(exec_s, 6),
+        }
 
     def _limits(self, timeout_s, memory_mb):
         cpu_s = math.ceil(timeout_s) + 1
@@ -209,102 +292,22 @@ class Runner:
         finally:
             os.close(exit_fd)
 
-    def _sweep(self, pid):
-        _kill_group(pid)
-        if self.uid is not None:
-            killer = os.fork()
-            if killer == 0:
-                try:
-                    os.setuid(self.uid)
-                    # The kernel allows no fork while it signals: one pass kills them all.
-                    os.kill(-1, signal.SIGKILL)
-                finally:
-                    os._exit(0)
-            os.waitpid(killer, 0)
-        elif self.kill_all_after:
+    def _oom_killed(self, kills_before, exit_code):
+        """Whether the memory cgroup killed the program: its own count says so where it can be
+        read; else, inside a container, a SIGKILL we did not send is taken for it."""
+        if kills_before is not None:
+            return roles.oom_kills() > kills_before
+        return exit_code == -signal.SIGKILL and self.oom_when_killed
+
+    def _sweep(self, *pids):
+        for pid in pids:
+            _kill_group(pid)
+        if os.getpid() == 1:
+            # The init of our own PID namespace (a worker's, a container's): every other
+            # process in it is a program's, and one kill(-1) ends them all, forks in flight too.
             with contextlib.suppress(ProcessLookupError):
                 os.kill(-1, signal.SIGKILL)
         _reap_orphans()
-
-    def _status(self, ended, exit_code, stderr, timeout_s):
-        if ended == "timeout":
-            return "timeout", f"\n[heldout] no exit within {timeout_s:g} s: killed"
-        if ended == "output":
-            limit = self.max_output // _MIB
-            return "failed", f"\n[heldout] more than {limit} MiB of output: killed"
-        if exit_code == 0:
-            return "ok", ""
-        if exit_code == -signal.SIGXCPU:
-            return "timeout", "\n[heldout] CPU time limit reached"
-        if exit_code == -signal.SIGKILL and self.oom_when_killed:
-            return "oom", "\n[heldout] killed by the memory limit"
-        last_line = stderr.text().rstrip().rpartition("\n")[2]
-        if last_line.startswith("MemoryError"):
-            return "oom", ""
-        return "failed", ""
-
-
-def _run_as_main(source, path, env):
-    """Run `source` as `python -I -S path` would, in this (forked) interpreter: a new __main__,
-    fresh standard streams, the program's environment; the exit status it would have had."""
-    os.environ.clear()
-    os.environ.update(env)
-    sys.argv = [path]
-    # The runner's stream objects stay referenced (never finalized): their fds are now ours.
-    _runner_streams.extend((sys.stdin, sys.stdout, sys.stderr))
-    sys.stdin = sys.__stdin__ = _text_stream(0, "r")
-    sys.stdout = sys.__stdout__ = _text_stream(1, "w")
-    sys.stderr = sys.__stderr__ = _text_stream(2, "w", errors="backslashreplace",
-                                               line_buffering=True)
-    sys.modules.pop(__name__, None)  # the runner's own module (it may be "__main__" itself)
-    main = types.ModuleType("__main__")
-    main.__file__ = path
-    main.__builtins__ = builtins
-    sys.modules["__main__"] = main
-    try:
-        exec(compile(source, path, "exec"), main.__dict__)
-        status = 0
-    except SystemExit as exit_request:
-        status = _exit_status(exit_request.code)
-    except BaseException as error:
-        # The first traceback entry is this function's: the program's own start after it.
-        traceback = error.__traceback__.tb_next if error.__traceback__ else None
-        sys.excepthook(type(error), error, traceback)
-        status = 1
-    return _finish(status)
-
-
-_runner_streams = []
-
-
-def _text_stream(fd, mode, errors="strict", line_buffering=False):
-    raw = io.FileIO(fd, mode, closefd=False)
-    buffered = io.BufferedReader(raw) if mode == "r" else io.BufferedWriter(raw)
-    return io.TextIOWrapper(buffered, encoding="utf-8", errors=errors,
-                            line_buffering=line_buffering)
-
-
-def _exit_status(code):
-    if code is None:
-        return 0
-    if isinstance(code, int):
-        return code & 0xFF
-    print(code, file=sys.stderr)
-    return 1
-
-
-def _finish(status):
-    """What the interpreter does at exit: wait for threads, run atexit, flush the streams."""
-    threading = sys.modules.get("threading")
-    if threading is not None:
-        threading._shutdown()
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except Exception:
-            status = status or 120  # as CPython does when stdout cannot be flushed at exit
-    return status
 
 
 def _next_job(jobs):
@@ -357,6 +360,25 @@ def _drain(pipes, within_s=0.5):
                     selector.unregister(key.fd)
     for fd in pipes:
         os.close(fd)
+
+
+def _load_companions(sources):
+    """codec.py and roles.py, from the sources the host sent (a container has no heldout)."""
+    global codec, roles
+    for name, source in sources.items():
+        module = types.ModuleType(name)
+        module.__file__ = f"<{name}>"
+        # Builtins of their own: a candidate that rebinds builtins.len in its process must
+        # not break the code that carries its answers.
+        module.__builtins__ = dict(vars(builtins))
+        sys.modules[name] = module
+        exec(compile(source, module.__file__, "exec"), module.__dict__)
+    codec, roles = (sys.modules[name] for name in COMPANIONS)
+
+
+COMPANIONS = ("heldout_sandbox_codec", "heldout_sandbox_roles")
+RUNNER_MODULES = (__name__, *COMPANIONS)
+codec = roles = None
 
 
 def main(argv):

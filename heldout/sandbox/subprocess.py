@@ -3,7 +3,8 @@
 A worker is one long-lived runner (runner.py) that starts a fresh `python -I -S` per program,
 so the cost of namespaces and of the runner's own start-up is paid once per worker, not once
 per program. As root with util-linux `unshare`, a worker lives in new network, mount, PID, IPC
-and UTS namespaces behind the jail of jail.py, and its programs run as a user of their own.
+and UTS namespaces behind the jail of jail.py, and its programs run as a user of their own
+(a judged program's judge as another, JUDGE_UID_OFFSET above it).
 Elsewhere it runs with rlimits only: results say network_isolated=False, and a warning says
 so once.
 """
@@ -32,11 +33,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from heldout.errors import SandboxError
 from heldout.sandbox.base import (
+    COMPANIONS,
     JAIL_PATH,
+    JUDGE_UID_OFFSET,
     RUNNER_PATH,
     BatchSandbox,
     as_program,
     error_reply,
+    exchange,
     job,
     program_environment,
     result_from,
@@ -48,9 +52,6 @@ NAMESPACES = ("--net", "--mount", "--pid", "--ipc", "--uts", "--fork", "--kill-c
 # Programs run as one of these users, one per live worker on this machine, leased by a lock.
 PROGRAM_UIDS = range(61000, 62000)
 PROGRAM_PROCESSES = 32
-# Where files could hold what programs must not read, or sockets they must not reach; the
-# project (the working directory) and the user's home are added.
-ALWAYS_HIDDEN = ("/root", "/home", "/run", "/mnt", "/media", "/srv", "/var/tmp", "/dev/shm")
 WORK_TMPFS_MB = 256
 # The runner's own work after a program (killing, reaping, draining) is bounded by a few
 # seconds; past this margin over the program's deadline the worker is presumed lost.
@@ -70,8 +71,11 @@ def namespaces_available() -> bool:
 class SubprocessSettings(BaseModel):
     """`make_sandbox("subprocess", ...)`: `workers` runners, each running one program at a
     time. `python` is the interpreter the runners (and so the programs) use, by default this
-    one; `hidden_paths` adds folders that programs must not see to ALWAYS_HIDDEN, the user's
-    home and the working directory."""
+    one. Programs see only the jail's allow-list (jail.py: /usr, the interpreter, a few
+    devices, /proc, the work folder), so `hidden_paths` is needed only for what lies inside
+    it: those paths, and the user's home and the working directory, are covered there with
+    empty folders (files), the interpreter's own files put back; outside it they change
+    nothing."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -88,8 +92,7 @@ class SubprocessSandbox(BatchSandbox):
         if not self.network_isolated:
             _warn_unisolated()
         # The project is the working directory of whoever runs heldout.
-        self.hidden_paths = (*ALWAYS_HIDDEN, str(Path.home()), os.getcwd(),
-                             *settings.hidden_paths)
+        self.hidden_paths = (str(Path.home()), os.getcwd(), *settings.hidden_paths)
         self._slots: queue.Queue[_Worker | None] = queue.Queue()
         for _ in range(self.workers):
             self._slots.put(None)  # a worker is started on first use
@@ -128,7 +131,7 @@ class SubprocessSandbox(BatchSandbox):
             self._slots.put(worker)
 
     def _start_worker(self) -> _Worker:
-        settings: dict[str, Any] = {"env": program_environment()}
+        settings: dict[str, Any] = {"env": program_environment(), "companions": COMPANIONS}
         if not self.network_isolated:
             return _Worker([self.python, "-I", "-S", str(RUNNER_PATH)],
                            {**settings, "work_root": tempfile.gettempdir()}, lease=None)
@@ -136,13 +139,10 @@ class SubprocessSandbox(BatchSandbox):
         settings |= {
             "work_root": "/tmp",
             "uid": lease.uid,
+            "judge_uid": lease.uid + JUDGE_UID_OFFSET,
             "nproc": PROGRAM_PROCESSES,
-            "jail": {
-                "work_size_mb": WORK_TMPFS_MB,
-                "hidden": list(self.hidden_paths),
-                # The interpreter's prefix (the folder holding bin/python) stays visible.
-                "keep": [str(Path(self.python).parent.parent)],
-            },
+            # The interpreter's own files stay visible: jail.py finds them from inside.
+            "jail": {"work_size_mb": WORK_TMPFS_MB, "hidden": list(self.hidden_paths)},
         }
         command = ["unshare", *NAMESPACES, self.python, "-I", "-S", str(JAIL_PATH)]
         return _Worker(command, settings, lease)
@@ -193,12 +193,15 @@ class _Worker:
             raise SandboxError(f"the sandbox worker did not start: {lost}") from None
 
     def execute(self, one_job: dict[str, Any], limit_s: float) -> dict[str, Any]:
+        deadline = time.monotonic() + limit_s
+        return exchange(one_job, self._send, lambda: self._read_line(deadline))
+
+    def _send(self, data: bytes) -> None:
         try:
-            self._process.stdin.write(json.dumps(one_job).encode() + b"\n")
+            self._process.stdin.write(data)
             self._process.stdin.flush()
         except BrokenPipeError:
             raise _WorkerLost(self._describe_death()) from None
-        return json.loads(self._read_line(time.monotonic() + limit_s))
 
     def stop(self) -> None:
         # The worker's namespaces die with their first process, which dies with `unshare`.

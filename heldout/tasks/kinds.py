@@ -24,8 +24,8 @@ class TaskKind:
     # Part of the harness fingerprint: bumped whenever a program's layout or the meaning of a
     # pass changes, so that scores from before and after are never compared.
     scorer_version: str
-    # (task, completion, nonce) -> the program; the nonce travels on its stdin, never in its
-    # text (heldout.episodes.judge checks the marker it unlocks).
+    # (task, completion) -> the program the sandbox runs; a judged program carries the trusted
+    # part (the tests) apart from the code under judgement (heldout.sandbox.protocol.Program).
     build_program: Callable[..., Program]
 
 

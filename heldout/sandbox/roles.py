@@ -1,0 +1,362 @@
+"""What a forked program process becomes: a plain program, a candidate, or the judge.
+
+Standard library only, no heldout imports: the runner (runner.py) loads this file's source as a
+module of its own inside the sandbox, with the codec (codec.py) beside it, and hands the codec
+to the roles that speak it.
+
+A judged program is two processes, each a fork of the runner as a user of its own:
+- the *candidate* runs the task's prompt and the completion as __main__, then answers calls on
+  its channel: a call names a function and carries plain-data arguments; the answer is the
+  plain-data result, or the name and message of the exception it raised. It never receives the
+  tests, the reference or anything of the verdict, so nothing it can reach decides anything;
+- the *judge* reads the trusted part (prompt, tests, entry point) straight from the runner's
+  input, never through the runner's memory, defines the prompt's helpers itself, binds the
+  entry point to a proxy that calls the candidate, runs the tests and writes the verdict to the
+  runner. Only plain data crosses from the candidate, so no object of the candidate's (a lying
+  `__eq__`, a subclass, a raising `__repr__`) ever runs in the judge.
+"""
+
+import atexit
+import builtins
+import contextlib
+import io
+import json
+import os
+import signal
+import sys
+import time
+import types
+
+# Replies from the candidate larger than this are a failed call, never read whole.
+REPLY_LIMIT = 16 * 1024 * 1024
+# A test may expect these, raised by the candidate, and catch them; any other exception the
+# candidate raises is a failed call.
+# Not StopIteration: re-raised inside a test's map() or generator it would end the iteration
+# early and pass what never ran; not MemoryError, which is the candidate's "oom".
+_EXPECTABLE = {name: value for name, value in vars(builtins).items()
+               if isinstance(value, type) and issubclass(value, Exception)
+               and value not in (StopIteration, StopAsyncIteration, MemoryError)}
+
+
+# --- a plain program: what `python -I -S main.py` would do ---------------------------------
+
+
+def run_as_main(source, path, env):
+    """Run `source` as `python -I -S path` would, in this (forked) interpreter: a new __main__,
+    fresh standard streams, the program's environment; the exit status it would have had."""
+    main = _become_main(path, env)
+    try:
+        exec(compile(source, path, "exec"), main.__dict__)
+        status = 0
+    except SystemExit as exit_request:
+        status = _exit_status(exit_request.code)
+    except BaseException as error:
+        # The first traceback entry is this function's: the program's own start after it.
+        traceback = error.__traceback__.tb_next if error.__traceback__ else None
+        sys.excepthook(type(error), error, traceback)
+        status = 1
+    return _finish(status)
+
+
+_runner_streams = []
+
+
+def _become_main(path, env):
+    os.environ.clear()
+    os.environ.update(env)
+    sys.argv = [path]
+    # The runner's stream objects stay referenced (never finalized): their fds are now ours.
+    _runner_streams.extend((sys.stdin, sys.stdout, sys.stderr))
+    sys.stdin = sys.__stdin__ = _text_stream(0, "r")
+    sys.stdout = sys.__stdout__ = _text_stream(1, "w")
+    sys.stderr = sys.__stderr__ = _text_stream(2, "w", errors="backslashreplace",
+                                               line_buffering=True)
+    main = types.ModuleType("__main__")
+    main.__file__ = path
+    main.__builtins__ = builtins
+    sys.modules["__main__"] = main
+    return main
+
+
+def _text_stream(fd, mode, errors="strict", line_buffering=False):
+    raw = io.FileIO(fd, mode, closefd=False)
+    buffered = io.BufferedReader(raw) if mode == "r" else io.BufferedWriter(raw)
+    return io.TextIOWrapper(buffered, encoding="utf-8", errors=errors,
+                            line_buffering=line_buffering)
+
+
+def _exit_status(code):
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    print(code, file=sys.stderr)
+    return 1
+
+
+def _finish(status):
+    """What the interpreter does at exit: wait for threads, run atexit, flush the streams."""
+    threading = sys.modules.get("threading")
+    if threading is not None:
+        threading._shutdown()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            status = status or 120  # as CPython does when stdout cannot be flushed at exit
+    return status
+
+
+# --- the candidate ---------------------------------------------------------------------------
+
+
+def run_candidate(source, path, env, calls, answers, codec):
+    """Run the solution as __main__, then answer calls until the judge hangs up. Whatever this
+    process does (exit, print, hook, forge an answer) can only make a call fail."""
+    main = _become_main(path, env)
+    try:
+        exec(compile(source, path, "exec"), main.__dict__)
+    except BaseException as error:  # noqa: BLE001 - a solution that cannot load fails every call
+        traceback = error.__traceback__.tb_next if error.__traceback__ else None
+        sys.excepthook(type(error), error, traceback)
+        _answer(answers, codec, ["unloaded", type(error).__name__, _message(error)])
+        return _finish(1)
+    while True:
+        try:
+            # The judge's deadline is the judge's: the runner ends this process with it.
+            request = codec.decode(codec.read_frame(calls, time.monotonic() + 86400,
+                                                    REPLY_LIMIT))
+        except codec.ChannelClosed:
+            return _finish(0)
+        name, args, kwargs = request
+        function = main.__dict__.get(name)
+        try:
+            if not callable(function):
+                raise NameError(f"the solution defines no function {name!r}")
+            answer = ["returned", function(*args, **kwargs)]
+        except BaseException as error:  # noqa: BLE001 - it is the call's outcome
+            answer = ["raised", _builtin_kind(error), _message(error)]
+        try:
+            _answer(answers, codec, answer)
+        except codec.CodecError as error:
+            _answer(answers, codec, ["unsupported", str(error)])
+
+
+def _answer(answers, codec, answer):
+    codec.write_frame(answers, codec.encode(answer))
+
+
+def _builtin_kind(error):
+    """The name of the nearest builtin class of `error`: a solution's own ValueError subclass
+    is, to a test expecting ValueError, a ValueError."""
+    for kind in type(error).__mro__:
+        if getattr(builtins, kind.__name__, None) is kind:
+            return kind.__name__
+    return type(error).__name__
+
+
+def _message(error):
+    try:
+        return str(error)[:500]
+    except BaseException:  # noqa: BLE001 - a message that cannot be made is no message
+        return ""
+
+
+# --- the judge -------------------------------------------------------------------------------
+
+
+class CallFailed(BaseException):
+    """A call whose answer is no answer. A BaseException, so `except Exception` in a test
+    cannot turn a failed call into a pass."""
+
+    def __init__(self, reason, kind="failed"):
+        super().__init__(reason)
+        self.reason, self.kind = reason, kind
+
+
+class Candidate:
+    """The entry point, as the tests see it: each call crosses to the candidate process as
+    plain data and comes back as plain data."""
+
+    def __init__(self, name, calls, answers, deadline, codec):
+        self.__name__ = name
+        self._calls, self._answers, self._deadline, self._codec = calls, answers, deadline, codec
+
+    def __call__(self, *args, **kwargs):
+        codec = self._codec
+        try:
+            request = codec.encode([self.__name__, list(args), kwargs])
+        except codec.CodecError as error:
+            raise CallFailed(f"the test's arguments cannot cross to the candidate: {error}") \
+                from None
+        try:
+            # A candidate that already ended may have left its last word (why it did not load).
+            with contextlib.suppress(codec.ChannelClosed):
+                codec.write_frame(self._calls, request)
+            answer = codec.decode(codec.read_frame(self._answers, self._deadline, REPLY_LIMIT))
+        except codec.FrameTimeout:
+            raise CallFailed(f"no answer from {self.__name__} before the deadline",
+                             "timeout") from None
+        except codec.ChannelClosed:
+            raise CallFailed("the candidate process ended during a call") from None
+        except codec.CodecError as error:
+            raise CallFailed(f"the candidate's answer is not plain data: {error}") from None
+        return self._unpack(answer)
+
+    def _unpack(self, answer):
+        shape = (type(answer) is list and len(answer) >= 2
+                 and all(type(part) is str for part in answer[:1]))
+        kind = answer[0] if shape else None
+        if kind == "returned" and len(answer) == 2:
+            return answer[1]
+        if kind == "raised" and len(answer) == 3 and type(answer[1]) is str:
+            if answer[1] == "MemoryError":
+                raise CallFailed("the candidate ran out of memory (MemoryError)", "oom")
+            expectable = _EXPECTABLE.get(answer[1])
+            if expectable is None:
+                raise CallFailed(f"the candidate raised {answer[1][:100]}: {answer[2]!s:.200}")
+            raise expectable(answer[2])
+        if kind == "unsupported" and len(answer) == 2:
+            raise CallFailed(f"the candidate returned {answer[1]!s:.200}")
+        if kind == "unloaded" and len(answer) == 3:
+            raise CallFailed(f"the solution did not load: {answer[1]!s:.100}: {answer[2]!s:.200}")
+        raise CallFailed("the candidate's answer is not an answer")
+
+
+def run_judge(size, calls, answers, verdicts, deadline, codec):
+    """Read the judge's part of the job (`size` bytes of JSON: prompt, tests, entry point) from
+    fd 0, run the tests against the candidate and write the verdict, one JSON object, to
+    `verdicts`: {"passed": bool, "kind": "ok" | "failed" | "timeout" | "oom", "reason": str}."""
+    payload = b""
+    while len(payload) < size:
+        chunk = os.read(0, size - len(payload))
+        if not chunk:
+            break
+        payload += chunk
+    spec = json.loads(payload)
+    namespace = {"__name__": "__main__", "__builtins__": builtins}
+    verdict = {"passed": False, "kind": "failed", "reason": ""}
+    try:
+        # The prompt is trusted text: its helpers (encode_cyclic, poly) are the judge's own.
+        exec(compile(spec["prompt"], "prompt.py", "exec"), namespace)
+        namespace[spec["entry_point"]] = Candidate(spec["entry_point"], calls, answers,
+                                                   deadline, codec)
+        exec(compile(spec["tests"], "tests.py", "exec"), namespace)
+        verdict = {"passed": True, "kind": "ok", "reason": "the tests passed"}
+    except CallFailed as failed:
+        verdict["kind"], verdict["reason"] = failed.kind, failed.reason
+    except BaseException as error:  # noqa: BLE001 - any other end of the tests is a failure
+        verdict["reason"] = _where(error)
+    os.write(verdicts, json.dumps(verdict).encode())
+    return 0
+
+
+def _where(error):
+    """`AssertionError at tests.py line 12`, with the message when there is one."""
+    line = None
+    traceback = error.__traceback__
+    while traceback is not None:
+        if traceback.tb_frame.f_code.co_filename == "tests.py":
+            line = traceback.tb_lineno
+        traceback = traceback.tb_next
+    place = f" at tests.py line {line}" if line is not None else ""
+    message = _message(error)
+    return f"{type(error).__name__}{place}" + (f": {message[:200]}" if message else "")
+
+
+# --- how the runner tells how a program ended -------------------------------------------------
+
+# Where the memory cgroup counts its kills: cgroup v2, then v1 (absent outside a container).
+_OOM_COUNTERS = ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control")
+
+
+def oom_kills():
+    """How many processes the memory cgroup has killed so far, or None where no count can be
+    read: a process that kills itself with SIGKILL is then no out-of-memory."""
+    for path in _OOM_COUNTERS:
+        try:
+            with open(path, encoding="ascii") as counters:
+                for line in counters:
+                    name, _, value = line.partition(" ")
+                    if name == "oom_kill":
+                        return int(value)
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def program_status(ended, exit_code, stderr, oom_killed, timeout_s, output_mb):
+    """A plain program's status and the note added to its stderr, from how it ended
+    ("exited", "timeout", or "output": it wrote more than `output_mb` MiB)."""
+    if ended == "timeout":
+        return "timeout", f"\n[heldout] no exit within {timeout_s:g} s: killed"
+    if ended == "output":
+        return "failed", f"\n[heldout] more than {output_mb} MiB of output: killed"
+    if exit_code == 0:
+        return "ok", ""
+    if exit_code == -signal.SIGXCPU:
+        return "timeout", "\n[heldout] CPU time limit reached"
+    if oom_killed:
+        return "oom", "\n[heldout] killed by the memory limit"
+    if stderr.rstrip().rpartition("\n")[2].startswith("MemoryError"):
+        return "oom", ""
+    return "failed", ""
+
+
+def read_verdict(fd):
+    """The judge's verdict, or None when it wrote none (or not one the judge would write)."""
+    data = b""
+    while chunk := os.read(fd, 65536):
+        data += chunk
+        if len(data) > 65536:
+            break
+    os.close(fd)
+    try:
+        verdict = json.loads(data)
+    except ValueError:
+        return None
+    shaped = (isinstance(verdict, dict) and isinstance(verdict.get("passed"), bool)
+              and isinstance(verdict.get("reason"), str)
+              and verdict.get("kind") in ("ok", "failed", "timeout", "oom"))
+    return verdict if shaped else None
+
+
+def pass_on(size, target):
+    """Move the next `size` bytes of the runner's input to `target` inside the kernel (splice),
+    so the judge's part never sits in the runner's memory; what a dead judge leaves of it goes
+    to /dev/null, the same way."""
+    discard = None
+    try:
+        while size > 0:
+            try:
+                moved = os.splice(0, discard or target, size)
+            except BrokenPipeError:
+                discard = discard or os.open(os.devnull, os.O_WRONLY)
+                continue
+            if moved == 0:
+                return
+            size -= moved
+    finally:
+        os.close(target)
+        if discard is not None:
+            os.close(discard)
+
+
+def judged_status(ended, verdict, out_of_memory, timeout_s):
+    """The program's status and the reason's line, from how the runner saw the judge end
+    ("exited", "timeout", or "output": the candidate wrote too much)."""
+    if ended == "timeout":
+        return "timeout", f"no verdict within {timeout_s:g} s: killed"
+    if ended == "output":
+        return "failed", "the candidate wrote too much output: killed"
+    if verdict is None:
+        # The memory cgroup of a container is the judge's too: its kill may fall on the judge.
+        return ("oom" if out_of_memory else "failed"), "the judge ended without a verdict"
+    if verdict["passed"]:
+        return "ok", verdict["reason"]
+    if verdict["kind"] in ("timeout", "oom"):
+        return verdict["kind"], verdict["reason"]
+    if out_of_memory:
+        return "oom", f"the candidate ran out of memory ({verdict['reason']})"
+    return "failed", verdict["reason"]
