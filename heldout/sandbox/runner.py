@@ -111,18 +111,17 @@ class Runner:
         try:
             if self.uid is not None:
                 os.chown(workdir, self.uid, self.uid)
-            if "judge_bytes" in job:
-                return self._run_judged(workdir, job)
-            return self._run_in(workdir, job)
+            timeout_s = float(job["timeout_s"])
+            limits = self._limits(timeout_s, int(job["memory_mb"]))
+            path = os.path.join(workdir, PROGRAM_FILE)
+            with open(path, "w", encoding="utf-8") as file:
+                file.write(job["source"])
+            run = self._run_judged if "judge_bytes" in job else self._run_in
+            return run(job, path, timeout_s, limits)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
 
-    def _run_in(self, workdir, job):
-        timeout_s = float(job["timeout_s"])
-        limits = self._limits(timeout_s, int(job["memory_mb"]))
-        path = os.path.join(workdir, PROGRAM_FILE)
-        with open(path, "w", encoding="utf-8") as file:
-            file.write(job["source"])
+    def _run_in(self, job, path, timeout_s, limits):
         # Into the kernel at once: a fork must find the program's input in no Python object.
         stdin = _memory_file(job.pop("stdin", "").encode("utf-8"))
         stdout_r, stdout_w = os.pipe()
@@ -186,13 +185,8 @@ class Runner:
         finally:
             os._exit(status)
 
-    def _run_judged(self, workdir, job):
+    def _run_judged(self, job, path, timeout_s, limits):
         """A candidate and a judge (roles.py); the judge's verdict is the program's result."""
-        timeout_s = float(job["timeout_s"])
-        limits = self._limits(timeout_s, int(job["memory_mb"]))
-        path = os.path.join(workdir, PROGRAM_FILE)
-        with open(path, "w", encoding="utf-8") as file:
-            file.write(job["source"])
         calls_r, calls_w = os.pipe()
         answers_r, answers_w = os.pipe()
         stdout_r, stdout_w = os.pipe()
