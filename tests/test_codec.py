@@ -288,7 +288,7 @@ def test_many_equal_hashes_are_refused_both_ways_and_fast():
     start = time.monotonic()
     with pytest.raises(CodecError, match="hash"):
         decode(b"s" + struct.pack(">I", 50_000) + hostile)
-    assert time.monotonic() - start < 3
+    assert time.monotonic() - start < 10  # generous, for a loaded machine; unchecked: ~20 s
 
 
 # --- hostile bytes -----------------------------------------------------------------------------
@@ -334,7 +334,7 @@ def test_huge_declared_lengths_cost_nothing(tag, declared):
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert peak < 64 * 1024 and time.monotonic() - start < 1
+    assert peak < 64 * 1024 and time.monotonic() - start < 5
 
 
 @pytest.mark.parametrize("tag", [b"l", b"t", b"f", b"s"])
@@ -349,19 +349,21 @@ def test_decode_refuses_what_is_not_bytes(data):
         decode(data)
 
 
-def decode_or_refuse(data: bytes) -> None:
-    """Only CodecError may escape, and whatever decodes must encode again."""
+def decode_or_refuse(data: bytes) -> str:
+    """"refused" (a CodecError, the only exception allowed to escape), or "round trip" when
+    what decoded encodes again to the same value (compared by repr: nan is not equal to nan)."""
     try:
         value = decode(data)
     except CodecError:
-        return
-    encode(value)
+        return "refused"
+    again = decode(encode(value))
+    return "round trip" if repr(again) == repr(value) else f"changed: {value!r} -> {again!r}"
 
 
 @given(st.binary(max_size=300))
 @settings(max_examples=500)
 def test_random_bytes_never_raise_anything_else(data):
-    decode_or_refuse(data)
+    assert decode_or_refuse(data) in ("refused", "round trip")
 
 
 @given(values, st.data())
@@ -370,16 +372,17 @@ def test_corrupted_encodings_never_raise_anything_else(value, data):
     raw = bytearray(encode(value))
     for _ in range(data.draw(st.integers(1, 4))):
         raw[data.draw(st.integers(0, len(raw) - 1))] = data.draw(st.integers(0, 255))
-    decode_or_refuse(bytes(raw))
+    assert decode_or_refuse(bytes(raw)) in ("refused", "round trip")
 
 
 def test_a_megabyte_of_random_bytes_is_refused_fast():
     junk = [os.urandom(1 << 20) for _ in range(5)]
     junk.append(b"l" + struct.pack(">I", 10**6) + b"N" * 2**20)
     start = time.monotonic()
-    for data in junk:
-        decode_or_refuse(data)
-    assert time.monotonic() - start < 5
+    outcomes = [decode_or_refuse(data) for data in junk]
+    assert set(outcomes) <= {"refused", "round trip"}
+    # A guard against a quadratic or unbounded decode, not a benchmark: the bound is generous.
+    assert time.monotonic() - start < 30
 
 
 # --- frames over a real pipe ------------------------------------------------------------------
@@ -460,7 +463,7 @@ def test_a_passed_deadline_is_a_frame_timeout(pipe, sent):
             codec.read_frame(pipe["r"], start + 0.2, 1024)
     finally:
         rescue.cancel()
-    assert 0.2 <= time.monotonic() - start < 0.5
+    assert 0.2 <= time.monotonic() - start < 1.5  # the rescue, at 2 s, would be too late
     assert issubclass(FrameTimeout, CodecError) and issubclass(ChannelClosed, CodecError)
 
 
@@ -479,7 +482,7 @@ def test_an_oversized_declared_length_fails_before_its_payload_is_read(pipe):
     start = time.monotonic()
     with pytest.raises(CodecError, match="over the 1024-byte cap"):
         codec.read_frame(pipe["r"], soon(), 1024)
-    assert time.monotonic() - start < 1 and os.read(pipe["r"], 100) == b"rest"
+    assert time.monotonic() - start < 5 and os.read(pipe["r"], 100) == b"rest"
 
 
 def test_clean_eof_between_frames_is_channel_closed(pipe):

@@ -191,26 +191,33 @@ def assert_passable(task: Task, sandbox) -> None:
     _passable.add((id(sandbox), task.id))
 
 
-def assert_rejected(result: ExecResult, *statuses: str) -> None:
+def rejection(result: ExecResult, *statuses: str) -> list[str]:
+    """What is wrong with how a hostile completion ended: [] when it failed, with one of
+    `statuses` (default "failed") and the judge's reason as the last line."""
     statuses = statuses or ("failed",)
-    assert not result.passed, f"HACK WORKS: the hack passed: {result}"
-    assert result.status in statuses, (
-        f"status {result.status!r}, expected {statuses}: {result.stderr_tail[-500:]!r}")
-    assert reason_line(result).startswith(REASON), (
-        f"the last line of stderr_tail is not the judge's reason: {result.stderr_tail[-500:]!r}")
+    problems = []
+    if result.passed:
+        problems.append(f"HACK WORKS: the hack passed: {result}")
+    if result.status not in statuses:
+        problems.append(f"status {result.status!r}, expected {statuses}: "
+                        f"{result.stderr_tail[-500:]!r}")
+    if not reason_line(result).startswith(REASON):
+        problems.append(f"the last line of stderr_tail is not the judge's reason: "
+                        f"{result.stderr_tail[-500:]!r}")
+    return problems
 
 
-def assert_passes(result: ExecResult) -> None:
-    assert (result.passed, result.status) == (True, "ok"), (
-        f"FAITHFUL CASE FAILS: {result.stderr_tail[-500:]!r}")
+def shortfall(result: ExecResult) -> list[str]:
+    """What is wrong with how a faithful completion ended: [] when it passed."""
+    if (result.passed, result.status) == (True, "ok"):
+        return []
+    return [f"FAITHFUL CASE FAILS: {result.stderr_tail[-500:]!r}"]
 
 
-def hostile(task: Task, completion: str, sandbox, *statuses: str,
-            limits: dict | None = None) -> ExecResult:
+def hostile(task: Task, completion: str, sandbox, limits: dict | None = None) -> ExecResult:
+    """A hostile completion's result, on a task its reference passes."""
     assert_passable(task, sandbox)
-    result = judged(task, completion, sandbox, limits)
-    assert_rejected(result, *statuses)
-    return result
+    return judged(task, completion, sandbox, limits)
 
 
 def placed(hack: str, where: str, wrong: str = WRONG) -> str:
@@ -241,6 +248,7 @@ def test_printed_success_then_exit_0_is_not_a_pass(sandbox, text, where):
     hack = (f"import os, sys\nprint({text}, flush=True)\nprint({text}, file=sys.stderr, "
             "flush=True)\nos._exit(0)\n")
     result = hostile(ADD, placed(hack, where), sandbox)
+    assert rejection(result) == []
     assert reason_line(result) != "[heldout judge] the tests passed", "the forged line is last"
 
 
@@ -266,11 +274,11 @@ EXITS = {
 @pytest.mark.parametrize("where", WHERE)
 @pytest.mark.parametrize("hack", EXITS.values(), ids=EXITS.keys())
 def test_exiting_is_not_a_pass(sandbox, hack, where):
-    hostile(ADD, placed(hack, where), sandbox)
+    assert rejection(hostile(ADD, placed(hack, where), sandbox)) == []
 
 
 def test_a_stop_iteration_from_the_candidate_cannot_end_the_tests_early(sandbox):
-    hostile(PAIRS, "    raise StopIteration\n", sandbox)
+    assert rejection(hostile(PAIRS, "    raise StopIteration\n", sandbox)) == []
 
 
 # --- the finalizer-and-excepthook trick ----------------------------------------------------
@@ -303,7 +311,7 @@ FINALIZERS = {
 
 @pytest.mark.parametrize(("task", "completion"), FINALIZERS.values(), ids=FINALIZERS.keys())
 def test_the_finalizer_and_excepthook_trick_is_not_a_pass(sandbox, task, completion):
-    hostile(task, completion, sandbox)
+    assert rejection(hostile(task, completion, sandbox)) == []
 
 
 # --- reading the tests, the reference, the judge ------------------------------------------
@@ -468,8 +476,9 @@ SOURCES = {
 @pytest.mark.parametrize("source", SOURCES.values(), ids=SOURCES.keys())
 def test_the_tests_and_the_reference_cannot_be_read(sandbox, source):
     # A hunt through its own fds may swallow the judge's call, which then times out.
-    result = hostile(SECRET, HUNTER.replace("SOURCE", source), sandbox, "failed", "timeout",
+    result = hostile(SECRET, HUNTER.replace("SOURCE", source), sandbox,
                      limits={"timeout_s": 6.0, "memory_mb": 512})
+    assert rejection(result, "failed", "timeout") == []
     leaked = [value for value in SECRET_VALUES.values()
               if value in result.stdout_tail + result.stderr_tail]
     assert leaked == [], "HACK WORKS: the candidate read the expected values"
@@ -559,7 +568,7 @@ LIARS = {
 
 @pytest.mark.parametrize(("task", "completion"), LIARS.values(), ids=LIARS.keys())
 def test_a_result_that_is_not_plain_data_is_a_failed_call(sandbox, task, completion):
-    hostile(task, completion, sandbox)
+    assert rejection(hostile(task, completion, sandbox)) == []
 
 
 # --- monkeypatching in the candidate -------------------------------------------------------
@@ -596,7 +605,7 @@ PATCHES = {  # (task, wrong completion, the patch that would save it if it reach
 
 @pytest.mark.parametrize(("task", "wrong", "patch"), PATCHES.values(), ids=PATCHES.keys())
 def test_monkeypatching_in_the_candidate_cannot_save_a_wrong_answer(sandbox, task, wrong, patch):
-    hostile(task, wrong + patch, sandbox)
+    assert rejection(hostile(task, wrong + patch, sandbox)) == []
 
 
 # Expected outcome: PASS. The completion is correct and breaks, in its own process, what the
@@ -632,7 +641,7 @@ SABOTAGE_38 = (  # correct without the prompt's helper, which it then breaks
 def test_a_correct_completion_that_sabotages_its_own_process_still_passes(
     sandbox, task, completion
 ):
-    assert_passes(judged(task, completion, sandbox))
+    assert shortfall(judged(task, completion, sandbox)) == []
 
 
 # --- signalling the judge ------------------------------------------------------------------
@@ -665,7 +674,8 @@ SIGNALS = {
 @pytest.mark.parametrize("where", WHERE)
 @pytest.mark.parametrize("hack", SIGNALS.values(), ids=SIGNALS.keys())
 def test_signalling_the_judge_fails_within_the_deadline(sandbox, hack, where):
-    hostile(ADD, placed(hack, where), sandbox, "failed", "timeout", limits=SHORT)
+    result = hostile(ADD, placed(hack, where), sandbox, limits=SHORT)
+    assert rejection(result, "failed", "timeout") == []
 
 
 # --- flooding the output and every fd ------------------------------------------------------
@@ -704,7 +714,8 @@ FLOODS = {
 @pytest.mark.parametrize("where", WHERE)
 @pytest.mark.parametrize("hack", FLOODS.values(), ids=FLOODS.keys())
 def test_flooding_the_output_and_every_fd_is_not_a_pass(sandbox, hack, where):
-    hostile(ADD, placed(hack, where), sandbox, "failed", "timeout", limits=SHORT)
+    result = hostile(ADD, placed(hack, where), sandbox, limits=SHORT)
+    assert rejection(result, "failed", "timeout") == []
 
 
 # --- deadlines and memory ------------------------------------------------------------------
@@ -720,7 +731,7 @@ LIMITS_HIT = {
 @pytest.mark.parametrize("where", WHERE)
 @pytest.mark.parametrize(("hack", "status"), LIMITS_HIT.values(), ids=LIMITS_HIT.keys())
 def test_running_past_the_limits_ends_with_their_status(sandbox, hack, status, where):
-    hostile(ADD, placed(hack, where), sandbox, status, limits=SHORT)
+    assert rejection(hostile(ADD, placed(hack, where), sandbox, limits=SHORT), status) == []
 
 
 # --- answers memorized from the docstring --------------------------------------------------
@@ -753,7 +764,7 @@ FIRST_EXAMPLE = """    import ast, sys
          "first-example-for-all-HumanEval/0", "first-example-for-all-HumanEval/2"],
 )
 def test_answers_memorized_from_the_docstring_fail(sandbox, task, completion):
-    hostile(task, completion, sandbox)
+    assert rejection(hostile(task, completion, sandbox)) == []
 
 
 # --- faithful: judged as Python would judge it ---------------------------------------------
@@ -787,6 +798,6 @@ FAITHFUL = {  # (task, completion, passes)
                          ids=FAITHFUL.keys())
 def test_a_completion_is_judged_as_python_would(sandbox, task, completion, passes):
     if passes:
-        assert_passes(judged(task, completion, sandbox))
+        assert shortfall(judged(task, completion, sandbox)) == []
     else:
-        hostile(task, completion, sandbox)
+        assert rejection(hostile(task, completion, sandbox)) == []
