@@ -351,13 +351,13 @@ def test_decode_refuses_what_is_not_bytes(data):
 
 def decode_or_refuse(data: bytes) -> str:
     """"refused" (a CodecError, the only exception allowed to escape), or "round trip" when
-    what decoded encodes again to the same value (compared by repr: nan is not equal to nan)."""
+    what decoded encodes again to the same value, exact types and float bits included."""
     try:
         value = decode(data)
     except CodecError:
         return "refused"
-    again = decode(encode(value))
-    return "round trip" if repr(again) == repr(value) else f"changed: {value!r} -> {again!r}"
+    again = round_trip(value)
+    return "round trip" if same(again, value) else f"changed: {value!r} -> {again!r}"
 
 
 @given(st.binary(max_size=300))
