@@ -1,5 +1,5 @@
 """Moved to heldout.tasks.split; this name stays importable for code written against the README
-before the regrouping (README: "The Python API")."""
+before the regrouping (docs/python-api.md)."""
 
 from heldout.tasks.split import EVAL_SPLITS, SPLITS, SplitConfig, assign, split_records
 

@@ -173,7 +173,7 @@ def test_no_module_is_over_400_lines(name: str):
 
 
 def test_the_readmes_names_from_before_the_regrouping_still_import_and_are_the_new_ones():
-    """README, "The Python API": the old names stay importable until announced as removed."""
+    """docs/python-api.md: the old names stay importable until announced as removed."""
     import heldout.episodes.judge
     import heldout.scoring
     import heldout.split
