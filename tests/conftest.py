@@ -139,6 +139,11 @@ def docker_sandbox():
     sandbox.close()
 
 
+def reason_line(result) -> str:
+    """The last line of a judged program's stderr_tail: the judge's reason."""
+    return result.stderr_tail.rstrip("\n").rpartition("\n")[2]
+
+
 @pytest.fixture(params=SANDBOX_BACKENDS)
 def sandbox(request):
     """Each backend in turn; after the test, the sandbox must still run a program."""

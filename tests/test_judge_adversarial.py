@@ -29,6 +29,7 @@ from heldout.episodes.judge import score
 from heldout.sandbox.protocol import ExecResult
 from heldout.tasks import load_tasks
 from heldout.tasks.record import Task
+from tests.conftest import reason_line
 
 LIMITS = {"timeout_s": 3.0, "memory_mb": 512}
 SHORT = {"timeout_s": 2.0, "memory_mb": 512}  # for cases that may end at the deadline
@@ -172,10 +173,6 @@ def judged(task: Task, completion: str, sandbox, limits: dict | None = None) -> 
     elapsed = time.monotonic() - started
     assert elapsed < limits["timeout_s"] + SLACK_S, f"scoring took {elapsed:.1f} s: it hung"
     return result
-
-
-def reason_line(result: ExecResult) -> str:
-    return result.stderr_tail.rstrip("\n").rpartition("\n")[2]
 
 
 _passable: set[tuple[int, str]] = set()

@@ -25,7 +25,7 @@ from heldout.errors import SandboxError
 from heldout.sandbox.config import SandboxConfig, make_sandbox
 from heldout.sandbox.protocol import DEFAULT_IMAGE, ExecResult, Program
 from heldout.tasks.record import Task
-from tests.conftest import SANDBOX_BACKENDS
+from tests.conftest import SANDBOX_BACKENDS, reason_line
 
 REPO = Path(__file__).resolve().parent.parent
 LIMITS = {"timeout_s": 1.5, "memory_mb": 256}
@@ -464,10 +464,6 @@ def test_a_background_process_that_outlives_the_program_is_killed(sandbox):
 # tampering that the single-process marker design had to defend against, kept on the judge.
 
 
-def judge_reason(result: ExecResult) -> str:
-    return result.stderr_tail.rpartition("\n")[2]
-
-
 @pytest.mark.parametrize(
     "completion",
     [
@@ -482,7 +478,7 @@ def judge_reason(result: ExecResult) -> str:
 def test_exit_0_before_the_checks_is_not_a_pass(sandbox, completion):
     result = score(TASK, completion, sandbox, **LIMITS)
     assert (result.passed, result.status, result.exit_code) == (False, "failed", None)
-    assert judge_reason(result).startswith("[heldout judge] ")
+    assert reason_line(result).startswith("[heldout judge] ")
 
 
 @pytest.mark.parametrize(
@@ -502,7 +498,7 @@ def test_a_wrong_completion_cannot_pass_by_tampering(sandbox, hack):
     assert score(TASK, CORRECT, sandbox, **LIMITS).passed, "the task itself must be passable"
     result = score(TASK, WRONG + hack, sandbox, **LIMITS)
     assert (result.passed, result.status) == (False, "failed")
-    assert judge_reason(result).startswith("[heldout judge] ")
+    assert reason_line(result).startswith("[heldout judge] ")
 
 
 TESTS_HUNT = r"""
@@ -559,7 +555,7 @@ def test_a_correct_completion_that_prints_and_uses_the_standard_library_passes(s
     result = score(TASK, completion, sandbox, **LIMITS)
     assert (result.passed, result.status) == (True, "ok")
     assert "computing Pair(a=2, b=3)" in result.stdout_tail
-    assert judge_reason(result) == "[heldout judge] the tests passed"
+    assert reason_line(result) == "[heldout judge] the tests passed"
 
 
 # --- configuration and errors --------------------------------------------------------------
