@@ -100,12 +100,19 @@ def _finish(status):
     if threading is not None:
         threading._shutdown()
     atexit._run_exitfuncs()
+    if not _flushed():
+        status = status or 120  # as CPython does when stdout cannot be flushed at exit
+    return status
+
+
+def _flushed():
+    flushed = True
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except Exception:
-            status = status or 120  # as CPython does when stdout cannot be flushed at exit
-    return status
+        except Exception:  # noqa: BLE001 - the solution's own stream objects may be anything
+            flushed = False
+    return flushed
 
 
 # --- the candidate ---------------------------------------------------------------------------
@@ -137,6 +144,9 @@ def run_candidate(source, path, env, calls, answers, codec):
             answer = ["returned", function(*args, **kwargs)]
         except BaseException as error:  # noqa: BLE001 - it is the call's outcome
             answer = ["raised", _builtin_kind(error), _message(error)]
+        # What it printed reaches the pipe before the answer: after the last answer the judge
+        # exits, and the runner ends this process before it would flush at exit.
+        _flushed()
         try:
             _answer(answers, codec, answer)
         except codec.CodecError as error:
