@@ -178,12 +178,12 @@ def compare(
 
 @app.command()
 def audit() -> None:
-    """Check the test-access ledger's hash chain and cross-check it against MLflow; list every
-    access. Exits 1 on any inconsistency."""
+    """Check the test-access ledger (chain, MACs under the test key, the git anchor) and
+    cross-check it against MLflow, deleted runs included; list every access. Exits 1 on any
+    problem."""
     from rich.table import Table
 
-    from heldout.custody.audit import audit as audit_ledger
-    from heldout.custody.ledger import read_ledger, verify_chain
+    from heldout.custody.audit import audit_project
     from heldout.environment import apply_defaults, find_project_root
     from stages.catalog import LEDGER
     from stages.common import read_params, section
@@ -191,32 +191,73 @@ def audit() -> None:
 
     root = find_project_root()
     apply_defaults(root)
-    path = root / LEDGER
-    entries = read_ledger(path)
     config = section(read_params(root), "mlflow", TrackingConfig)
-    result = audit_ledger(entries, verify_chain(path) if entries else None,
-                          runs_touching_test_split(root, config))
-    table = Table(title=f"test-set accesses ({path.relative_to(root)})")
-    for column in ("seq", "time", "user", "outcome", "test_version", "candidate", "base",
-                   "harness", "reason"):
+    result = audit_project(root, runs_touching_test_split(root, config))
+    table = Table(title=f"test-set accesses ({LEDGER})")
+    for column in ("seq", "time", "user", "outcome", "access_id", "test_version", "candidate",
+                   "base", "harness", "reason"):
         table.add_column(column)
     for e in result.accesses:
-        table.add_row(str(e["seq"]), e["time"], e["user"], e["outcome"],
-                      str(e["test_version"]), str(e["candidate"]), str(e["base"]),
-                      (e["harness"] or "")[:12], (e["reason"] or "")[:60])
+        table.add_row(*(str(e.get(name) or "") for name in ("seq", "time", "user", "outcome",
+                                                             "access_id", "test_version",
+                                                             "candidate", "base")),
+                      str(e.get("harness") or "")[:12], str(e.get("reason") or "")[:60])
     # Piped output keeps whole rows: the table is for reading, not for a terminal's width.
     Console(width=None if stdout.is_terminal else 200).print(table)
     for version, models in sorted(result.models_per_test_version.items()):
         stdout.print(f"{version}: {models} models evaluated on it", highlight=False)
+    say = {"highlight": False, "soft_wrap": True, "markup": False}
+    stdout.print(result.key_status, **say)
+    if result.anchor is not None:
+        stdout.print(result.anchor.summary(), **say)
+    for note in result.notes:
+        stdout.print(f"note: {note}", **say)
     if result.chain_break:
-        stderr.print(f"[bold red]ledger chain broken[/] at line {result.chain_break.line} of "
-                     f"{path}: {result.chain_break.reason}", highlight=False, soft_wrap=True)
+        stderr.print(f"ledger broken at line {result.chain_break.line} of {LEDGER}: "
+                     f"{result.chain_break.reason}", **say)
     for problem in result.problems:
-        stderr.print(f"[bold red]inconsistent:[/] {problem}", highlight=False, soft_wrap=True)
+        stderr.print(f"problem: {problem}", **say)
     if not result.ok:
         raise typer.Exit(1)
-    stdout.print(f"audit OK: {len(entries)} ledger lines, chain whole, ledger and MLflow agree",
-                 highlight=False)
+    stdout.print(f"audit OK: {result.lines} ledger lines, chain and MACs whole, ledger and "
+                 "MLflow agree", highlight=False)
+
+
+@app.command()
+def abort(
+    access_id: Annotated[str, typer.Argument(help="The open access, as `heldout audit` names it.")],
+    reason: Annotated[str, typer.Option(help="Why the access ends without a result (recorded).")],
+) -> None:
+    """Close a test access that was opened and never closed (a killed stage) without a result:
+    appends an "aborted" ledger line under the test key. The access still counts as one look."""
+    from heldout.custody.anchor import stage_ledger
+    from heldout.custody.audit import abort_access
+    from heldout.custody.keys import load_keys
+    from heldout.environment import apply_defaults, find_project_root
+    from stages.catalog import LEDGER
+
+    root = find_project_root()
+    apply_defaults(root)
+    entry = abort_access(root / LEDGER, access_id, reason, load_keys().current)
+    say = {"highlight": False, "soft_wrap": True, "markup": False}
+    stdout.print(f"aborted access {access_id}: ledger line {entry['seq']} of {LEDGER}, "
+                 f"candidate {entry.get('candidate')} vs {entry.get('base')} on "
+                 f"{entry.get('test_version')}, MLflow run {entry.get('mlflow_run_id')}, "
+                 f"MAC'd under test key {entry['key_id']}; reason: {entry['reason']}", **say)
+    stdout.print(stage_ledger(root), **say)
+
+
+@app.command()
+def key() -> None:
+    """Show the test key this shell holds: its id and public half (for params.custody.public_key:
+    whoever re-deals the split can then seal it without being able to read it). Never the secret."""
+    from heldout.custody.keys import load_keys
+
+    ring = load_keys()
+    for number, held in enumerate(ring.keys):
+        role = "current" if number == 0 else "older (verifies ledger lines only)"
+        stdout.print(f"test key {held.key_id} ({role}, from {ring.source}): public key "
+                     f"{held.public.hex()}", highlight=False, soft_wrap=True, markup=False)
 
 
 def main() -> None:

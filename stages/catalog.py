@@ -32,15 +32,18 @@ PASSK_PNG = Path("plots/val_passk.png")
 SELECTION = Path("data/selection.json")
 TEST_ROLLOUTS = Path("data/test/rollouts")
 ACCESS = Path("data/test/access.json")
+# The test episodes whole (completions included), sealed for the test key; the rollout files
+# beside it hold outcomes only, for the report.
+SEALED_TEST_EPISODES = Path("data/test/episodes.sealed")
 REPORTS = Path("reports")
 TEST_METRICS = Path("metrics/test.json")
 
 __all__ = [
     "ACCESS", "DECONTAM_DIR", "DECONTAM_REPORT", "DECONTAM_TRAIN", "EXCLUDED", "FINGERPRINT_DIR",
     "LEDGER", "MANIFEST", "PARAMS_FILE", "PASSK_CSV", "PASSK_PNG", "PER_TASK", "REPORTS",
-    "ROLLOUT_DIR", "SCORES", "SEALED_TEST", "SELECTION", "SPLIT_DIR", "TEST_METRICS",
-    "TEST_ROLLOUTS", "VAL_METRICS", "fingerprint_file", "rollout_file", "split_file",
-    "test_rollout_file",
+    "ROLLOUT_DIR", "SCORES", "SEALED_TEST", "SEALED_TEST_EPISODES", "SELECTION", "SPLIT_DIR",
+    "TEST_METRICS", "TEST_ROLLOUTS", "VAL_METRICS", "fingerprint_file", "rollout_file",
+    "split_file", "test_rollout_file",
 ]
 
 
@@ -58,5 +61,6 @@ def rollout_file(checkpoint: str) -> Path:
 
 
 def test_rollout_file(arm: str) -> Path:
-    """candidate or base: the two arms of the single test access."""
+    """candidate or base: the two arms of the single test access, outcomes only (no completion:
+    on test tasks, completions stay sealed in SEALED_TEST_EPISODES)."""
     return TEST_ROLLOUTS / f"{arm}.parquet"

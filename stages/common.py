@@ -15,7 +15,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from heldout.canonical import sha256_hex
-from heldout.custody.guard import install_guard
+from heldout.custody.guard import TestSetAccessError, install_guard, recording_run
 from heldout.environment import find_project_root
 from heldout.errors import ParamsError, StageError
 from heldout.tasks.record import Task
@@ -74,8 +74,15 @@ def tracked_stage(
     root: Path, params: dict[str, Any], run_name: str, stage: str
 ) -> Iterator[StageRun]:
     tags = {"stage": stage, "git_commit": git_commit(root)}
-    with stage_run(root, section(params, "mlflow", TrackingConfig), run_name, tags) as run:
-        yield run
+    config = section(params, "mlflow", TrackingConfig)
+    with stage_run(root, config, run_name, tags) as run, recording_run(run.run_id):
+        try:
+            yield run
+        except TestSetAccessError:
+            # The ledger has the refusal; the tags are how MLflow's search finds the failed run,
+            # with the README's filter for every test access among them.
+            run.set_tags({"test_access": "true", "test_access_refused": "true"})
+            raise
 
 
 def project_root(root: Path | None) -> Path:

@@ -7,12 +7,27 @@ import json
 from pathlib import Path
 from typing import Any
 
+from heldout.contamination.report import leak_methods
 from heldout.custody.ledger import read_ledger
 from heldout.custody.lock import accesses, models_evaluated
 from heldout.episodes.harness import Harness
 from heldout.files import staged_outputs
-from heldout.report import build_report, headline_markdown, read_rollouts, stage_report
-from stages.catalog import ACCESS, LEDGER, REPORTS, SELECTION, TEST_METRICS, test_rollout_file
+from heldout.report import (
+    Decontamination,
+    build_report,
+    headline_markdown,
+    read_rollouts,
+    stage_report,
+)
+from stages.catalog import (
+    ACCESS,
+    DECONTAM_REPORT,
+    LEDGER,
+    REPORTS,
+    SELECTION,
+    TEST_METRICS,
+    test_rollout_file,
+)
 from stages.common import (
     project_root,
     protocol_tags,
@@ -45,6 +60,14 @@ def protocol_card(root: Path, manifest: dict, harness: Harness, access: dict) ->
     }
 
 
+def read_decontamination(root: Path) -> Decontamination:
+    """The test items a training corpus holds a copy of, as the decontaminate stage found
+    them, and those its policy excluded before the test rollouts."""
+    found = json.loads((root / DECONTAM_REPORT).read_text(encoding="utf-8"))
+    return Decontamination(policy=found["policy"], flagged=leak_methods(found, "test"),
+                           excluded=found["excluded_eval_ids"]["test"])
+
+
 def run(root: Path | None = None) -> dict[str, Any]:
     root = project_root(root)
     params = read_params(root)
@@ -60,6 +83,7 @@ def run(root: Path | None = None) -> dict[str, Any]:
             read_rollouts(root / test_rollout_file("candidate")),
             groups=access["groups"],
             protocol=protocol_card(root, manifest, harness, access),
+            decontamination=read_decontamination(root),
         )
         with staged_outputs() as outputs:
             written = stage_report(report, root / REPORTS, outputs)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
 from heldout.canonical import canonical_json
 from heldout.contamination.fingerprints import split_fingerprints
 from heldout.custody.guard import sealing
+from heldout.custody.keys import CustodyConfig, sealing_key
 from heldout.custody.seal import seal
 from heldout.files import staged_outputs
 from heldout.tasks.record import tasks_digest
@@ -37,6 +39,9 @@ def run(root: Path | None = None) -> dict[str, Any]:
     params = read_params(root)
     tasks_config = section(params, "tasks", TasksConfig)
     config = section(params, "split", SplitConfig)
+    public_key, note = sealing_key(section(params, "custody", CustodyConfig))
+    if note:
+        print(f"heldout: {note}", file=sys.stderr)
     with tracked_stage(root, params, "split", "split") as mlflow_run:
         tasks = load_tasks(tasks_config.resolve(root))
         splits = assign(tasks, config.salt, config.fractions)
@@ -45,9 +50,8 @@ def run(root: Path | None = None) -> dict[str, Any]:
             for name in ("train", "val"):
                 outputs.write_bytes(root / split_file(name), split_records(splits[name]))
             with sealing():
-                outputs.write_bytes(root / SEALED_TEST, seal(
-                    split_records(splits["test"]), config.salt, manifest["digests"]["test"]
-                ))
+                outputs.write_bytes(root / SEALED_TEST,
+                                    seal(split_records(splits["test"]), public_key))
             for name in EVAL_SPLITS:
                 fingerprints = split_fingerprints(
                     name, manifest["digests"][name], splits[name], config.ngram

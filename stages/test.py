@@ -1,26 +1,34 @@
 """Stage `test`: the only code that opens the test split, once, under heldout.custody.lock.TestLock.
 
 Candidate (the selection's choice) and base run on the test split under the same harness with
-the same seeds. Every attempt is a ledger line and an MLflow run tagged heldout.test_access."""
+the same seeds. Every attempt is a ledger line and an MLflow run tagged heldout.test_access.
+The episodes themselves (completions included) leave this stage sealed for the test key; the
+rollout files hold outcomes only."""
 
 from __future__ import annotations
 
+import io
 import json
+import os
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
 from heldout.canonical import content_digest
+from heldout.custody.anchor import stage_ledger
 from heldout.custody.guard import TestSetAccessError
+from heldout.custody.keys import CustodyConfig, opening_key
 from heldout.custody.ledger import read_ledger
 from heldout.custody.lock import AccessKey, TestLock, accesses, models_evaluated, refuse
+from heldout.custody.seal import seal
 from heldout.episodes.chunks import ChunkExecutor
 from heldout.episodes.harness import Harness
 from heldout.episodes.rollout import RolloutsConfig, roll_out
 from heldout.episodes.rows import TIMING_COLUMNS, rollout_table
 from heldout.files import staged_outputs
-from stages.catalog import ACCESS, LEDGER, SELECTION, test_rollout_file
+from stages.catalog import ACCESS, LEDGER, SEALED_TEST_EPISODES, SELECTION, test_rollout_file
 from stages.common import (
     checkpoint_settings,
     eval_view,
@@ -37,14 +45,38 @@ from stages.common import (
 from stages.progress import EpisodeProgress
 
 ARMS = ("candidate", "base")
+# Set by DVC in every stage command of `dvc exp run`, queued and temporary runs included.
+EXPERIMENT_ENV = "DVC_EXP_NAME"
+
+
+class ReaccessConfig(BaseModel):
+    """`params.test.reaccess`: why one more access, and which one it is for."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    access: str = ""
+    reason: str = ""
 
 
 class TestConfig(BaseModel):
     """`params.test`."""
 
+    __test__ = False
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    reaccess_reason: str = ""
+    reaccess: ReaccessConfig = ReaccessConfig()
+    experiment: str = ""
+
+
+def experiment_refusal(config: TestConfig) -> str | None:
+    """Why this run, inside `dvc exp run`, must not open the test split, or None."""
+    name = os.environ.get(EXPERIMENT_ENV)
+    if name is None or (config.experiment and name == config.experiment):
+        return None
+    return (f"the test stage does not run inside `dvc exp run` (experiment {name}): a sweep "
+            "would open the test split once per new key. The pipeline ends at `select`; to run "
+            f"the test in this experiment, name it: dvc exp run -n {name} -S "
+            f"test.experiment={name}")
 
 
 def read_selection(root: Path) -> dict[str, Any]:
@@ -75,12 +107,21 @@ def result_digest(tables: dict[str, Any]) -> str:
                            for arm, table in tables.items()})
 
 
+def episodes_parquet(tables: dict[str, Any]) -> bytes:
+    """Both arms' whole episodes, as one Parquet file's bytes (to be sealed)."""
+    buffer = io.BytesIO()
+    pd.concat(tables.values(), ignore_index=True).to_parquet(buffer, index=False)
+    return buffer.getvalue()
+
+
 def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[str, Any]:
     root = project_root(root)
     params = read_params(root)
     harness = section(params, "harness", Harness)
     config = section(params, "rollouts", RolloutsConfig)
-    reason = section(params, "test", TestConfig).reaccess_reason
+    test_config = section(params, "test", TestConfig)
+    reaccess = test_config.reaccess
+    test_key = opening_key(section(params, "custody", CustodyConfig))
     manifest = read_manifest(root)
     selection = read_selection(root)
     names = {"candidate": selection["chosen"], "base": params.get("base")}
@@ -93,19 +134,23 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
             "test_access": "true", "access_id": key.access_id, "harness": key.harness,
             "candidate": key.candidate, "base": key.base})
         commit = git_commit(root)
-        why_not = check_selection(root, selection, manifest, harness)
+        why_not = experiment_refusal(test_config) or check_selection(root, selection, manifest,
+                                                                      harness)
         if why_not:
             refuse(root, key, why_not, mlflow_run_id=mlflow_run.run_id, git_commit=commit)
-        lock = TestLock(root, key, manifest, selection_digest=selection["val_scores_digest"],
-                        git_commit=commit, reason=reason, mlflow_run_id=mlflow_run.run_id)
+        lock = TestLock(root, key, manifest, test_key=test_key,
+                        selection_digest=selection["val_scores_digest"], git_commit=commit,
+                        reason=reaccess.reason, reason_for=reaccess.access,
+                        mlflow_run_id=mlflow_run.run_id)
         with lock:
+            mlflow_run.set_tags({"test_outcome": lock.outcome})
             tasks = eval_view(root, "test", lock.read_tasks())
             log_split_input(mlflow_run, root, manifest, "test", tasks)
             tables, episodes_s = {}, 0.0
             for arm, name in names.items():
                 progress = EpisodeProgress(f"test:{name}")
                 rows = roll_out(root, f"test:{name}", settings[arm], tasks, harness, config,
-                                progress, execute)
+                                progress, execute, sealing_key=test_key.derive("episodes"))
                 tables[arm] = rollout_table(name, rows)
                 episodes_s += progress.elapsed()
             digest = result_digest(tables)
@@ -113,7 +158,8 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
             opened = accesses(entries, key.test_version)
             access = {
                 **key.__dict__, "access_id": key.access_id, "resumed": lock.resumed,
-                "reason": reason, "result_digest": digest, "mlflow_run_id": mlflow_run.run_id,
+                "reason": lock.reason, "result_digest": digest,
+                "mlflow_run_id": mlflow_run.run_id,
                 "accesses_of_this_test_version": len(opened),
                 "models_evaluated_on_it": models_evaluated(entries, key.test_version),
                 "tasks": len(tasks),
@@ -122,9 +168,14 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
             }
             with staged_outputs() as outputs:
                 for arm, table in tables.items():
-                    table.to_parquet(outputs.path(root / test_rollout_file(arm)), index=False)
+                    table.drop(columns=["completion"]).to_parquet(
+                        outputs.path(root / test_rollout_file(arm)), index=False)
+                outputs.write_bytes(root / SEALED_TEST_EPISODES,
+                                    seal(episodes_parquet(tables), test_key.public))
                 outputs.write_json(root / ACCESS, access)
             lock.close(digest)
+        # Staged for the next commit, which anchors the new lines (heldout.custody.anchor).
+        stage_ledger(root)
         mlflow_run.log_metrics({f"{arm}_episode_pass_rate": float(t["passed"].mean())
                                 for arm, t in tables.items()}
                                | {"accesses_of_this_test_version": len(opened),

@@ -123,21 +123,39 @@ def stage_run(
         yield StageRun(run.info.run_id)
 
 
-def runs_touching_test_split(project_root: Path, config: TrackingConfig) -> list[Any]:
-    """Every run of the experiment that is tagged as a test access or has a test dataset input
-    (MLflow filters have no OR, so two searches)."""
-    import mlflow
+# The runs an audit reads: tagged by the test stage, refused by a stage's guard, or holding the
+# test split as an input by any route (MLflow filters have no OR, so one search each).
+TEST_SPLIT_QUERIES = (
+    f"tags.`{TAG_PREFIX}test_access` = 'true'",
+    f"tags.`{TAG_PREFIX}test_access_refused` = 'true'",
+    "datasets.context = 'test'",
+)
 
-    from heldout.custody.audit import TestAccessRun
+
+def runs_touching_test_split(project_root: Path, config: TrackingConfig) -> list[Any]:
+    """Every run of the experiment that touched, or tried to touch, the test split, deleted
+    runs included: deleting a run must not take it out of the audit."""
+    import mlflow
+    from mlflow.entities import ViewType
+
+    from heldout.custody.audit import DELETED_WITH_EXPERIMENT, TestAccessRun
 
     client = mlflow.MlflowClient(tracking_uri(project_root))
     experiment = client.get_experiment_by_name(config.experiment)
     if experiment is None:
         return []
     found: dict[str, Any] = {}
-    for query in (f"tags.`{TAG_PREFIX}test_access` = 'true'", "datasets.context = 'test'"):
-        for run in client.search_runs([experiment.experiment_id], query, max_results=50_000):
-            found[run.info.run_id] = run
+    for query in TEST_SPLIT_QUERIES:
+        token = None
+        while True:
+            page = client.search_runs([experiment.experiment_id], query,
+                                      run_view_type=ViewType.ALL, max_results=1000,
+                                      page_token=token)
+            found.update((run.info.run_id, run) for run in page)
+            token = page.token
+            if not token:
+                break
+    experiment_deleted = experiment.lifecycle_stage == "deleted"
     return [
         TestAccessRun(
             run_id=run.info.run_id,
@@ -147,6 +165,9 @@ def runs_touching_test_split(project_root: Path, config: TrackingConfig) -> list
                 tag.key == "mlflow.data.context" and tag.value == "test"
                 for dataset_input in run.inputs.dataset_inputs for tag in dataset_input.tags
             ),
+            lifecycle_stage=DELETED_WITH_EXPERIMENT if experiment_deleted
+            else run.info.lifecycle_stage,
+            tags=dict(run.data.tags),
         )
         for run in found.values()
     ]

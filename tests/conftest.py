@@ -12,6 +12,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 
+TEST_KEY_HEX = "11" * 32
+
 # Set before prefect or mlflow is imported anywhere in the test session.
 _STATE = Path(tempfile.mkdtemp(prefix="heldout-tests-"))
 os.environ["PREFECT_HOME"] = str(_STATE / "prefect")
@@ -24,6 +26,10 @@ os.environ.update(
         "DO_NOT_TRACK": "true",
         "DVC_NO_ANALYTICS": "1",
         "NO_PROXY": "127.0.0.1,localhost",
+        # A fixed test key, so no test reads or creates the user's own (tests that need another
+        # key, or none, set or remove it themselves).
+        "HELDOUT_TEST_KEY": TEST_KEY_HEX,
+        "XDG_CONFIG_HOME": str(_STATE / "config"),
     }
 )
 
@@ -151,3 +157,34 @@ def sandbox(request):
     yield sandbox
     after = sandbox.run("print(6 * 7)", timeout_s=1.5, memory_mb=256)
     assert (after.status, after.stdout_tail) == ("ok", "42\n"), "the sandbox must go on"
+
+
+# --- a project run through `select`, for the custody suites --------------------------------
+
+
+@pytest.fixture(scope="module")
+def selected(tmp_path_factory) -> Path:
+    """A project run through select, built once per module; each test gets its own copy."""
+    from stages import rollouts, score, select, split
+
+    project = copy_project(tmp_path_factory.mktemp("selected") / "project")
+    configure_small_project(project)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{project / 'own.db'}")
+        split.run(project)
+        for name in ("base", "late"):
+            rollouts.run(name, project)
+        score.run(project)
+        select.run(project)
+    return project
+
+
+@pytest.fixture
+def selected_copy(selected: Path, tmp_path: Path, monkeypatch) -> Path:
+    from heldout.custody.guard import sealing
+
+    copy = tmp_path / "selected"
+    with sealing():  # this process guards `selected`; copying it is not reading it
+        shutil.copytree(selected, copy)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{copy / 'own.db'}")
+    return copy

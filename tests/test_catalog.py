@@ -38,7 +38,8 @@ def catalog_outputs() -> set[str]:
         catalog.DECONTAM_REPORT, catalog.EXCLUDED, catalog.rollout_file("${key}"),
         catalog.SCORES, catalog.PER_TASK, catalog.VAL_METRICS, catalog.PASSK_CSV,
         catalog.PASSK_PNG, catalog.SELECTION, catalog.test_rollout_file("candidate"),
-        catalog.test_rollout_file("base"), catalog.ACCESS, catalog.REPORTS,
+        catalog.test_rollout_file("base"), catalog.SEALED_TEST_EPISODES, catalog.ACCESS,
+        catalog.REPORTS,
         catalog.TEST_METRICS,
     }
     return {str(path) for path in files}

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import multiprocessing
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -13,13 +12,13 @@ import pyarrow.json
 import pytest
 import yaml
 
-from heldout.custody.audit import audit
+from heldout.custody.audit import audit_project
 from heldout.custody.guard import LEDGER, SEALED_TEST, TestSetAccessError, sealing
+from heldout.custody.keys import load_keys
 from heldout.custody.ledger import append, read_ledger, verify_chain
-from stages import catalog, rollouts, score, select, split
+from stages import catalog, select
 from stages import test as test_stage
 from stages.tracking import TrackingConfig, runs_touching_test_split
-from tests.conftest import configure_small_project, copy_project
 
 
 def set_params(project: Path, section: str, **values) -> None:
@@ -28,28 +27,9 @@ def set_params(project: Path, section: str, **values) -> None:
     (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
 
 
-@pytest.fixture(scope="module")
-def selected(tmp_path_factory) -> Path:
-    """A project run through select, built once; each test gets its own copy."""
-    project = copy_project(tmp_path_factory.mktemp("selected") / "project")
-    configure_small_project(project)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{project / 'own.db'}")
-        split.run(project)
-        for name in ("base", "late"):
-            rollouts.run(name, project)
-        score.run(project)
-        select.run(project)
-    return project
-
-
 @pytest.fixture
-def project(selected: Path, tmp_path: Path, monkeypatch) -> Path:
-    copy = tmp_path / "project"
-    with sealing():  # this process guards `selected`; copying the project is not reading it
-        shutil.copytree(selected, copy)
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{copy / 'own.db'}")
-    return copy
+def project(selected_copy: Path) -> Path:
+    return selected_copy
 
 
 def ledger(project: Path) -> list[dict]:
@@ -57,9 +37,7 @@ def ledger(project: Path) -> list[dict]:
 
 
 def audit_of(project: Path):
-    path = project / LEDGER
-    runs = runs_touching_test_split(project, TrackingConfig())
-    return audit(read_ledger(path), verify_chain(path), runs)
+    return audit_project(project, runs_touching_test_split(project, TrackingConfig()))
 
 
 def test_one_access_opens_and_closes_and_the_audit_passes(project: Path):
@@ -94,7 +72,8 @@ def test_another_candidate_is_refused_without_a_reason_and_counted_with_one(proj
     assert not (project / catalog.ACCESS).exists() or json.loads(
         (project / catalog.ACCESS).read_text())["candidate"] == "late"
 
-    set_params(project, "test", reaccess_reason="base-vs-base sanity check, approved by QA")
+    set_params(project, "test", reaccess={"access": "base",
+                                          "reason": "base-vs-base sanity check, approved by QA"})
     access = test_stage.run(project)
     assert access["accesses_of_this_test_version"] == 2
     assert ledger(project)[-2]["reason"].startswith("base-vs-base")
@@ -128,7 +107,7 @@ def test_a_changed_test_split_is_refused(project: Path):
     sealed[-5] ^= 0xFF
     with sealing():
         (project / SEALED_TEST).write_bytes(bytes(sealed))
-    with pytest.raises(TestSetAccessError, match="do not match the manifest"):
+    with pytest.raises(TestSetAccessError, match="changed since they were sealed"):
         test_stage.run(project)
 
 
@@ -183,4 +162,4 @@ def test_concurrent_appends_never_interleave_or_fork_the_chain(tmp_path: Path):
     assert [w.exitcode for w in workers] == [0, 0, 0]
     entries = read_ledger(path)
     assert len(entries) == 120 and [e["seq"] for e in entries] == list(range(1, 121))
-    assert verify_chain(path) is None
+    assert verify_chain(path, load_keys()) is None

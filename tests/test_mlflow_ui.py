@@ -16,6 +16,7 @@ from pathlib import Path
 import mlflow
 import pytest
 
+from heldout.custody.guard import SEALED_TEST, TestSetAccessError
 from stages import rollouts, score, select, split
 from stages import test as test_stage
 from tests.browser import find_chromium, render
@@ -70,7 +71,18 @@ def test_the_test_access_run_is_found_with_the_readme_filter(project: Path, monk
     for name in ("base", "late"):
         rollouts.run(name, project)
     score.run(project)
+    # Two refused attempts first: a stage that peeks at the test split (the guard) and a test
+    # stage inside `dvc exp run` (the lock's caller). Both must be on the reviewer's page.
+    with monkeypatch.context() as patch:
+        patch.setattr(select, "select_checkpoint",
+                      lambda *args, **kwargs: (project / SEALED_TEST).read_bytes())
+        with pytest.raises(TestSetAccessError, match="outside the test lock"):
+            select.run(project)
     select.run(project)
+    with monkeypatch.context() as patch:
+        patch.setenv("DVC_EXP_NAME", "a-sweep")
+        with pytest.raises(TestSetAccessError, match="inside `dvc exp run`"):
+            test_stage.run(project)
     access = test_stage.run(project)
 
     experiment = mlflow.MlflowClient().get_experiment_by_name("heldout")
@@ -81,9 +93,18 @@ def test_the_test_access_run_is_found_with_the_readme_filter(project: Path, monk
                       window=(1600, 1000), virtual_time_budget_ms=20_000)
     print(f"screenshot: {rendered.screenshot}")
 
-    # The runs table links each run by its id: the test access is listed, the others are not.
-    assert access["mlflow_run_id"] in rendered.dom
-    others = mlflow.MlflowClient().search_runs([experiment.experiment_id],
-                                               "tags.`heldout.stage` != 'test'")
+    # The runs table links each run by its id: the test access and both refused attempts are
+    # listed, the other runs are not.
+    client = mlflow.MlflowClient()
+    refused = client.search_runs([experiment.experiment_id],
+                                 "tags.`heldout.test_access_refused` = 'true'")
+    assert sorted(r.data.tags["heldout.stage"] for r in refused) == ["select", "test"]
+    assert {r.info.status for r in refused} == {"FAILED"}
+    for run_id in (access["mlflow_run_id"], *(r.info.run_id for r in refused)):
+        assert run_id in rendered.dom
+    refused_ids = {r.info.run_id for r in refused}
+    others = [r for r in client.search_runs([experiment.experiment_id],
+                                            "tags.`heldout.stage` != 'test'")
+              if r.info.run_id not in refused_ids]
     assert len(others) >= 5
     assert not [r.info.run_id for r in others if r.info.run_id in rendered.dom]

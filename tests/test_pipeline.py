@@ -30,7 +30,8 @@ def fresh_env(tmp_path: Path) -> dict[str, str]:
     env = {
         key: value
         for key, value in os.environ.items()
-        if not key.startswith(("MLFLOW_", "PREFECT_", "DVC_", "DO_NOT_TRACK"))
+        if not key.startswith(("MLFLOW_", "PREFECT_", "DVC_", "DO_NOT_TRACK", "HELDOUT_TEST_KEY",
+                               "XDG_CONFIG_HOME"))
     }
     env.update(
         HOME=str(home),
@@ -43,6 +44,11 @@ def fresh_env(tmp_path: Path) -> dict[str, str]:
 
 def cut_down(project: Path, checkpoints: dict) -> None:
     configure_small_project(project, tasks=30, n=2, checkpoints=checkpoints)
+
+
+def ledger_of(project: Path) -> list[dict]:
+    return [json.loads(line) for line in
+            (project / "ledger/test_access.jsonl").read_text().splitlines()]
 
 
 def stages_run(output: str) -> set[str]:
@@ -58,6 +64,9 @@ def test_dvc_repro_runs_the_pipeline_then_only_what_changed(project: Path, fresh
 
     first = run(["dvc", "repro"], project, fresh_env)
     assert first.returncode == 0, first.stdout + first.stderr
+    # No key was configured: the embedded default made the user's own, and said where.
+    key_file = Path(fresh_env["HOME"]) / ".config" / "heldout" / "test-key"
+    assert f"heldout: created your test key in {key_file} (mode 0600)" in first.stderr
     assert stages_run(first.stdout) == {"split", "decontaminate", "rollouts@base",
                                         "rollouts@step_10", "score", "select", "test", "report"}
     scores = json.loads((project / "data/scores/val.json").read_text())
@@ -77,22 +86,26 @@ def test_dvc_repro_runs_the_pipeline_then_only_what_changed(project: Path, fresh
     third = run(["dvc", "repro"], project, fresh_env)
     assert third.returncode != 0
     assert stages_run(third.stdout) == {"rollouts@step_20", "score", "select", "test"}
-    assert "params.test.reaccess_reason" in third.stdout + third.stderr
+    assert "params.test.reaccess.reason" in third.stdout + third.stderr
+    # DVC keeps the refused stage's persisted outputs: the report still has what it describes.
+    kept = json.loads((project / "data/test/access.json").read_text())
+    assert kept["candidate"] == "step_10" and (project / "data/test/episodes.sealed").is_file()
+    assert (project / "data/test/rollouts/candidate.parquet").is_file()
+    assert "Verdict:" in (project / "reports/report.md").read_text()
     params = yaml.safe_load((project / "params.yaml").read_text())
-    params["test"]["reaccess_reason"] = "step_20 is the release candidate"
+    params["test"]["reaccess"] = {"access": "step_20",
+                                  "reason": "step_20 is the release candidate"}
     (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     fourth = run(["dvc", "repro"], project, fresh_env)
     assert fourth.returncode == 0, fourth.stdout + fourth.stderr
     assert stages_run(fourth.stdout) == {"test", "report"}
-    ledger = [json.loads(line) for line in
-              (project / "ledger/test_access.jsonl").read_text().splitlines()]
+    ledger = ledger_of(project)
     assert [e["outcome"] for e in ledger] == ["opened", "closed", "refused", "opened", "closed"]
 
     # Forcing the test stage again is the same key: the access resumes, nothing is counted twice.
     forced = run(["dvc", "repro", "--force", "--single-item", "test"], project, fresh_env)
     assert forced.returncode == 0, forced.stdout + forced.stderr
-    ledger = [json.loads(line) for line in
-              (project / "ledger/test_access.jsonl").read_text().splitlines()]
+    ledger = ledger_of(project)
     assert [e["outcome"] for e in ledger][-2:] == ["resumed", "closed"]
     assert [e["outcome"] for e in ledger].count("opened") == 2
     assert json.loads((project / "data/test/access.json").read_text())[
@@ -114,6 +127,17 @@ def test_dvc_repro_runs_the_pipeline_then_only_what_changed(project: Path, fresh
     assert len(test_runs) == 3 and {r.data.tags["heldout.test_access"] for r in test_runs} == {
         "true"}
     assert len({r.data.tags["heldout.harness"] for r in rollout_runs}) == 1
+
+    # A sweep is not a reason: `dvc exp run` ends at `select`, saying why in one line.
+    swept = run(["dvc", "exp", "run", "-S", "harness.n=3"], project, fresh_env)
+    assert swept.returncode != 0
+    swept_stages = stages_run(swept.stdout)
+    assert "test" in swept_stages and "report" not in swept_stages
+    # (Prefect logs the failed flow around it, issue 17; the stage's own error is one line.)
+    refusal = [line for line in swept.stderr.splitlines() if line.startswith("error:")]
+    assert len(refusal) == 1 and "does not run inside `dvc exp run`" in refusal[0], swept.stderr
+    assert [e["outcome"] for e in ledger_of(project)][-1] == "refused"
+    assert run(["heldout", "audit"], project, fresh_env).returncode == 0
 
     # The project, not the user's shell, put Prefect's state in the project and kept it there.
     assert (project / ".prefect").is_dir()

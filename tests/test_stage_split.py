@@ -9,6 +9,7 @@ import mlflow
 import pytest
 
 from heldout.custody.guard import sealing
+from heldout.custody.keys import load_keys
 from heldout.custody.seal import unseal
 from heldout.errors import ParamsError, SplitError
 from heldout.tasks.sources import load_jsonl_bytes, load_tasks
@@ -45,7 +46,7 @@ def test_split_stage_writes_the_contract_and_logs_a_tagged_run(project: Path, mo
     with sealing():  # the split stage's own context: this process has the guard installed
         sealed = (split_dir / "test.sealed").read_bytes()
     assert b"HumanEval" not in sealed and b'"prompt"' not in sealed, "a plain read shows nothing"
-    plain = unseal(sealed, manifest["salt"], manifest["digests"]["test"])
+    plain = unseal(sealed, load_keys().current)
     written["test"] = load_jsonl_bytes(plain, "test")
     assert sum(len(ts) for ts in written.values()) == 200
     for name, tasks in written.items():

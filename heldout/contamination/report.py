@@ -4,6 +4,7 @@ what the policy does with the eval items a training corpus leaked."""
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict
 from typing import Any
 
@@ -101,12 +102,27 @@ def report_table(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _corpus_matches(report: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    """A report's matches with a training corpus: the leaks. A train-split match is not one
+    (its training item is removed; see eval_items_matched)."""
+    return (m for m in report["matches"] if m["source"] != TRAIN_SPLIT_SOURCE)
+
+
+def leak_methods(report: Mapping[str, Any], split: str) -> dict[str, list[str]]:
+    """Each of the report's flagged items of `split`, with the methods that found it in a
+    training corpus: what the paired report marks (stages/report.py)."""
+    methods: dict[str, set[str]] = {item: set() for item in report["flagged_eval_ids"][split]}
+    for m in _corpus_matches(report):
+        if m["eval_split"] == split and m["eval_id"] in methods:
+            methods[m["eval_id"]].add(m["method"])
+    return {item: sorted(found) for item, found in methods.items()}
+
+
 def describe_leaks(report: dict[str, Any]) -> str:
     by_item = defaultdict(set)
-    for m in report["matches"]:
-        if m["source"] != TRAIN_SPLIT_SOURCE:
-            by_item[f"{m['eval_split']}/{m['eval_id']}"].add(f"{m['method']} ({m['source']}:"
-                                                              f"{m['training_id']})")
+    for m in _corpus_matches(report):
+        by_item[f"{m['eval_split']}/{m['eval_id']}"].add(f"{m['method']} ({m['source']}:"
+                                                          f"{m['training_id']})")
     lines = [f"  {item}: {', '.join(sorted(how))}" for item, how in sorted(by_item.items())]
     return ("training corpora hold copies of evaluation items (decontaminate.policy is fail):\n"
             + "\n".join(lines) + "\nRemove those training items, or set the policy to drop to "

@@ -1,19 +1,47 @@
-"""`heldout audit`: is the record of test-set accesses whole, and do its two witnesses agree?
+"""`heldout audit`: is the record of test-set accesses whole, and do its witnesses agree?
 
-The ledger (in git) and MLflow (the tracking store) each record every test access. The chain
-of ledger hashes catches an edited or deleted line in the middle; a line deleted at the end
-leaves the chain whole, so the cross-check with MLflow catches it: every MLflow run that
-touched the test split must have its ledger lines, and every ledger access its MLflow run.
+Three witnesses, each covering what the others cannot:
+- the ledger's MACs (heldout.custody.ledger): no line can be written, edited or forged without
+  the test key, and the chain pins each line to the one before;
+- MLflow: every run that touched the test split, deleted runs included, must have its ledger
+  lines and agree with them (candidate, base, harness, test version, outcome), so a ledger cut
+  short at the end, emptied or removed fails the audit;
+- git (heldout.custody.anchor): a committed line never changes, even for the key's holder.
+
+Also here, because it is the audit's own remedy: `abort_access`, which closes an access that was
+opened and never closed (a killed stage), by a person, with a reason, under the key.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from heldout.custody.ledger import ChainBreak
+from heldout.custody.anchor import Anchor, anchor_ledger
+from heldout.custody.guard import LEDGER, stamp
+from heldout.custody.keys import KeyRing, TestKey, TestKeyError, load_keys
+from heldout.custody.ledger import (
+    UNAUTHENTICATED_OUTCOMES,
+    ChainBreak,
+    LedgerError,
+    append,
+    parsed_lines,
+    verify_text,
+)
 from heldout.custody.lock import models_evaluated
+
+TAG = "heldout."
+OPENING = ("opened", "resumed")
+ENDING = ("closed", "aborted")
+# A ledger line's fields that its MLflow run carries as heldout.<field> tags.
+TAGGED_FIELDS = ("test_version", "candidate", "base", "harness", "access_id")
+DELETED_WITH_EXPERIMENT = "deleted with its experiment"
+# The fields a line owns; an aborted line copies the rest from the line that opened the access.
+_OWN_FIELDS = ("seq", "prev_hash", "key_id", "hash", "mac", "time", "user", "outcome", "reason",
+               "result_digest")
 
 
 @dataclass(frozen=True)
@@ -26,59 +54,213 @@ class TestAccessRun:
     status: str
     tagged: bool
     test_input: bool
+    lifecycle_stage: str = "active"
+    tags: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def refused(self) -> bool:
+        return self.tags.get(f"{TAG}test_access_refused") == "true"
+
+    def found_by(self) -> str:
+        return ("tagged heldout.test_access" if self.tagged
+                else "tagged heldout.test_access_refused" if self.refused
+                else "a dataset input with context test")
 
 
 @dataclass
 class AuditResult:
     chain_break: ChainBreak | None
     problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
     accesses: list[dict[str, Any]] = field(default_factory=list)
     models_per_test_version: dict[str, int] = field(default_factory=dict)
+    key_status: str = ""
+    anchor: Anchor | None = None
+    lines: int = 0
 
     @property
     def ok(self) -> bool:
         return self.chain_break is None and not self.problems
 
 
-def audit(entries: list[dict[str, Any]], chain_break: ChainBreak | None,
-          runs: list[TestAccessRun]) -> AuditResult:
-    result = AuditResult(chain_break)
+def audit_project(root: Path, runs: list[TestAccessRun]) -> AuditResult:
+    """The audit of the project at `root`: its ledger, the keys this process holds, git."""
+    path = root / LEDGER
+    text = path.read_text(encoding="utf-8") if path.is_file() else None
+    try:
+        ring, key_error = load_keys(), ""
+    except TestKeyError as error:
+        ring, key_error = None, str(error)
+    return audit(text, runs, ring=ring, key_error=key_error, anchor=anchor_ledger(root))
+
+
+def audit(text: str | None, runs: list[TestAccessRun], *, ring: KeyRing | None,
+          key_error: str = "", anchor: Anchor | None = None) -> AuditResult:
+    """`text` is the ledger's content, None when the file is missing."""
+    entries = parsed_lines(text or "")
+    result = AuditResult(verify_text(text, ring) if text else None, anchor=anchor,
+                         lines=len((text or "").splitlines()))
+    result.key_status = _key_status(entries, ring, key_error, result.problems)
+    if not entries and runs:
+        result.problems.append(
+            f"{LEDGER} is {'missing' if text is None else 'empty'}, and MLflow has {len(runs)} "
+            "run(s) that touched the test split (deleted ones included): the ledger was removed "
+            f"or emptied; restore it (git checkout -- {LEDGER}, if it was committed)")
+    _cross_check(entries, runs, result.problems)
+    for access_id, line in open_accesses(entries).items():
+        result.problems.append(
+            f"access {access_id} (candidate {line.get('candidate')} vs {line.get('base')} on "
+            f"{line.get('test_version')}, {line.get('outcome')} at ledger line {line.get('seq')}, "
+            f"MLflow run {line.get('mlflow_run_id')}) was never closed or aborted: resume it "
+            "(`dvc repro`: the same selection, params and harness resume the same access) or "
+            f"close it: heldout abort {access_id} --reason \"…\"")
+    if anchor is not None:
+        result.problems.extend(anchor.problems)
+        result.notes.extend(anchor.notes)
+    # Counted on whole lines only: a mangled one is already the chain break above.
+    whole = [e for e in entries if all(k in e for k in ("outcome", *TAGGED_FIELDS[:3]))]
+    opened = {e["test_version"] for e in whole if e["outcome"] == "opened"}
+    result.models_per_test_version = {str(v): models_evaluated(whole, v) for v in opened}
+    result.accesses = [e for e in entries
+                       if e.get("outcome") in (*OPENING, *UNAUTHENTICATED_OUTCOMES, "aborted")]
+    return result
+
+
+def _key_status(entries: list[dict[str, Any]], ring: KeyRing | None, key_error: str,
+                problems: list[str]) -> str:
+    keyed = [e for e in entries if e.get("mac") is not None]
+    used = sorted({str(e.get("key_id")) for e in keyed})
+    bare = len(entries) - len(keyed)
+    counts = (f"{len(keyed)} line(s) MAC'd under test key(s) {', '.join(used) or '(none)'}, "
+              f"{bare} unauthenticated refused line(s)")
+    if ring is None:
+        if keyed:
+            problems.append(f"the ledger's MACs cannot be checked without the test key: "
+                            f"{key_error}")
+        return f"test key: none here; {counts}"
+    held = ", ".join(key.key_id for key in ring.keys)
+    return f"test key(s) {held} (from {ring.source}); {counts}"
+
+
+def _cross_check(entries: list[dict[str, Any]], runs: list[TestAccessRun],
+                 problems: list[str]) -> None:
     by_run: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for entry in entries:
         if entry.get("mlflow_run_id"):
             by_run[entry["mlflow_run_id"]].append(entry)
-    known = {run.run_id: run for run in runs}
-
     for run in runs:
-        outcomes = {e["outcome"] for e in by_run.get(run.run_id, [])}
-        if not outcomes:
-            result.problems.append(
-                f"MLflow run {run.run_id} touched the test split ("
-                + ("tagged heldout.test_access" if run.tagged else "a dataset input with "
-                   "context test") + ") but no ledger line names it")
-        elif run.status == "FINISHED" and not ({"opened", "resumed"} & outcomes
-                                               and "closed" in outcomes):
-            result.problems.append(
-                f"MLflow run {run.run_id} finished an access but the ledger has "
-                f"{', '.join(sorted(outcomes))} for it, not opened/resumed and closed: "
-                "ledger lines are missing")
-        if run.test_input and not run.tagged:
-            result.problems.append(f"MLflow run {run.run_id} read the test split without the "
-                                   "heldout.test_access tag: it did not come through the lock")
-
+        problems.extend(_run_problems(run, by_run.get(run.run_id, [])))
+    known = {run.run_id: run for run in runs}
     for entry in entries:
-        if entry["outcome"] in ("opened", "resumed", "closed"):
-            run = known.get(entry.get("mlflow_run_id"))
-            if run is None:
-                result.problems.append(
-                    f"ledger line {entry['seq']} ({entry['outcome']}) names MLflow run "
-                    f"{entry.get('mlflow_run_id')}, which the tracking store does not have")
-            elif entry["outcome"] != "closed" and not run.test_input:
-                result.problems.append(
-                    f"ledger line {entry['seq']}: MLflow run {run.run_id} has no test dataset "
-                    "input")
+        named = entry.get("mlflow_run_id")
+        if named and named not in known:
+            problems.append(
+                f"ledger line {entry.get('seq')} ({entry.get('outcome')}) names MLflow run "
+                f"{named}, which the tracking store does not hold among the runs that touched "
+                "the test split: the run is gone, or was never tagged")
+        elif entry.get("outcome") in OPENING and named is None:
+            problems.append(f"ledger line {entry.get('seq')} ({entry.get('outcome')}) names no "
+                            "MLflow run: every access has one")
 
-    versions = {e["test_version"] for e in entries if e["outcome"] == "opened"}
-    result.models_per_test_version = {v: models_evaluated(entries, v) for v in versions}
-    result.accesses = [e for e in entries if e["outcome"] in ("opened", "resumed", "refused")]
-    return result
+
+def _run_problems(run: TestAccessRun, lines: list[dict[str, Any]]) -> list[str]:
+    problems = []
+    if run.lifecycle_stage != "active":
+        how = " (its experiment was deleted)" if run.lifecycle_stage == DELETED_WITH_EXPERIMENT \
+            else ""
+        problems.append(f"MLflow run {run.run_id} was deleted{how}: a run that touched the test "
+                        "split stays in the record; restore it: mlflow runs restore --run-id "
+                        f"{run.run_id}")
+    if run.test_input and not run.tagged:
+        problems.append(f"MLflow run {run.run_id} read the test split without the "
+                        "heldout.test_access tag: it did not come through the lock")
+    if not lines:
+        problems.append(f"MLflow run {run.run_id} touched the test split ({run.found_by()}) but "
+                        "no ledger line names it")
+        return problems
+    outcomes = {line.get("outcome") for line in lines}
+    if run.status == "FINISHED" and "refused" not in outcomes and not (
+            set(OPENING) & outcomes and "closed" in outcomes):
+        problems.append(
+            f"MLflow run {run.run_id} finished an access but the ledger has "
+            f"{', '.join(sorted(map(str, outcomes)))} for it, not opened/resumed and closed: "
+            "ledger lines are missing")
+    if "refused" in outcomes and run.status != "FAILED":
+        problems.append(f"MLflow run {run.run_id} was refused (ledger line "
+                        f"{_seq_of(lines, 'refused')}) and its status is {run.status}, not "
+                        "FAILED: a refused attempt ends its run")
+    problems.extend(_outcome_problems(run, lines, outcomes))
+    for line in lines:
+        for name in TAGGED_FIELDS:
+            value, tag = line.get(name), run.tags.get(f"{TAG}{name}")
+            if value is not None and tag != str(value):
+                tagged = f"tagged {TAG}{name} = {tag!r}" if tag is not None else \
+                    f"not tagged {TAG}{name}"
+                problems.append(f"ledger line {line.get('seq')} says {name} {value!r}, and its "
+                                f"MLflow run {run.run_id} is {tagged}")
+    return problems
+
+
+def _outcome_problems(run: TestAccessRun, lines: list[dict[str, Any]],
+                      outcomes: set[Any]) -> list[str]:
+    """What the lock decided, as the run's tag and as the ledger says. An aborted access may
+    have died before its run was tagged or read the split: that is what the abort records."""
+    tag = run.tags.get(f"{TAG}test_outcome")
+    opening = next((line for line in lines if line.get("outcome") in OPENING), None)
+    if opening is None:
+        if tag in OPENING:
+            return [f"MLflow run {run.run_id} is tagged {TAG}test_outcome = {tag!r}, and no "
+                    "ledger line opened or resumed an access for it: ledger lines are missing"]
+        return []
+    if "aborted" in outcomes and tag is None:
+        return []
+    problems = []
+    if tag != opening["outcome"]:
+        tagged = f"tagged {TAG}test_outcome = {tag!r}" if tag is not None else \
+            f"not tagged {TAG}test_outcome"
+        problems.append(f"ledger line {opening.get('seq')} says MLflow run {run.run_id} "
+                        f"{opening['outcome']} its access, and the run is {tagged}")
+    if not run.test_input and "aborted" not in outcomes:
+        problems.append(f"ledger line {opening.get('seq')}: MLflow run {run.run_id} has no test "
+                        "dataset input")
+    return problems
+
+
+def _seq_of(lines: list[dict[str, Any]], outcome: str) -> Any:
+    return next(line.get("seq") for line in lines if line.get("outcome") == outcome)
+
+
+def open_accesses(entries: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each access opened or resumed and not closed or aborted since, with the line that left
+    it open."""
+    still_open: dict[str, dict[str, Any]] = {}
+    for entry in entries:
+        access_id = entry.get("access_id")
+        if access_id and entry.get("outcome") in OPENING:
+            still_open[access_id] = entry
+        elif access_id and entry.get("outcome") in ENDING:
+            still_open.pop(access_id, None)
+    return still_open
+
+
+def abort_access(path: Path, access_id: str, reason: str, key: TestKey) -> dict[str, Any]:
+    """Close an open access without a result: an "aborted" line, MAC'd under `key`, copying the
+    access's fields from the line that left it open. Refuses an access that is not open and an
+    empty reason; returns the line written."""
+    reason = reason.strip()
+    if not reason:
+        raise LedgerError("an abort needs a reason (--reason \"…\"): it is recorded in the "
+                          "ledger for every later reader")
+
+    def aborted(entries: list[dict[str, Any]]) -> dict[str, Any]:
+        still_open = open_accesses(entries)
+        line = still_open.get(access_id)
+        if line is None:
+            listed = ", ".join(sorted(still_open)) or "none"
+            raise LedgerError(f"access {access_id} is not open (open accesses: {listed}): only "
+                              "an access opened or resumed and not closed can be aborted")
+        copied = {k: v for k, v in line.items() if k not in _OWN_FIELDS}
+        return {**copied, **stamp(), "outcome": "aborted", "reason": reason,
+                "result_digest": None}
+
+    return append(path, aborted, key)

@@ -2,7 +2,8 @@
 
 An access is one (test_version, candidate, base, harness) key. The first access opens; the
 same key again resumes it (a crash, `dvc repro --force`) without counting another access; a
-different key is refused unless a reason is given, and the reason is recorded. Every attempt,
+different key is refused unless a reason names it, and the reason is recorded and spent: the
+next new key needs a new reason, so one justified look cannot become a habit. Every attempt,
 refused ones included, is a line in the ledger (heldout.custody.ledger).
 
 Outside a TestLock, the guard (heldout.custody.guard) refuses any open of the test split's files
@@ -25,8 +26,9 @@ from heldout.custody.guard import (
     record_refusal,
     stamp,
 )
+from heldout.custody.keys import TestKey, TestKeyError
 from heldout.custody.ledger import append, read_ledger
-from heldout.custody.seal import SealBrokenError, unseal
+from heldout.custody.seal import SealBrokenError, WrongKeyError, unseal
 from heldout.tasks.record import Task
 from heldout.tasks.sources import load_jsonl_bytes
 
@@ -61,15 +63,20 @@ class TestLock:
     __test__ = False
 
     def __init__(self, root: Path, key: AccessKey, manifest: dict[str, Any], *,
-                 selection_digest: str, git_commit: str, reason: str = "",
-                 mlflow_run_id: str | None = None):
-        self.root, self.key, self.manifest = root, key, manifest
+                 test_key: TestKey, selection_digest: str, git_commit: str, reason: str = "",
+                 reason_for: str = "", mlflow_run_id: str | None = None):
+        self.root, self.key, self.manifest, self.test_key = root, key, manifest, test_key
         self.ledger = root / LEDGER
-        self.reason = reason.strip()
+        self.reason, self.reason_for = reason.strip(), reason_for.strip()
         self.context = {"selection_digest": selection_digest, "git_commit": git_commit,
                         "mlflow_run_id": mlflow_run_id}
-        self.resumed = False
+        self.outcome = ""
+        self._tasks: list[Task] = []
         self._open = ExitStack()  # holds the permission to open while the lock is open
+
+    @property
+    def resumed(self) -> bool:
+        return self.outcome == "resumed"
 
     def _entry(self, outcome: str, **extra: Any) -> dict[str, Any]:
         return {**asdict(self.key), **stamp(), **self.context, "outcome": outcome,
@@ -77,41 +84,81 @@ class TestLock:
                 "result_digest": None, **extra}
 
     def __enter__(self) -> TestLock:
-        earlier = accesses(read_ledger(self.ledger), self.key.test_version)
+        entries = read_ledger(self.ledger)
+        earlier = accesses(entries, self.key.test_version)
         if any(e["access_id"] == self.key.access_id for e in earlier):
-            self.resumed = True
-            append(self.ledger, self._entry("resumed"))
-        elif earlier and not self.reason:
-            last = earlier[-1]
-            why = (f"{self.key.test_version} was already opened (ledger line {last['seq']}, "
-                   f"{last['time']}, by {last['user']}) for candidate {last['candidate']} vs "
-                   f"{last['base']} under harness {last['harness'][:12]}; this access "
-                   f"(candidate {self.key.candidate} vs {self.key.base}, harness "
-                   f"{self.key.harness[:12]}) would be access number {len(earlier) + 1}")
-            append(self.ledger, self._entry("refused", reason=why))
-            raise TestSetAccessError(
-                f"refused: {why}. Every look at a test set spends it. If you must, set "
-                "params.test.reaccess_reason to why, and it will be recorded and counted."
-            )
+            outcome = "resumed"
+            self.reason = ""  # a resume needs no reason and spends none
         else:
-            append(self.ledger, self._entry("opened"))
+            why = self._why_refused(earlier, entries)
+            if why:
+                append(self.ledger, self._entry("refused", reason=why), key=self.test_key)
+                raise TestSetAccessError(f"refused: {why}. Every look at a test set spends it.")
+            outcome = "opened"
+            if not earlier:
+                self.reason = ""  # the first look needs no reason and spends none
+        # Unsealed before the line is written: a missing, damaged or foreign file is a clean
+        # error that leaves the ledger as it was, with no access to close.
+        with opening(self.key.access_id):
+            self._tasks = self._unseal()
+        append(self.ledger, self._entry(outcome), key=self.test_key)
+        self.outcome = outcome
         self._open.enter_context(opening(self.key.access_id))
         return self
 
-    def read_tasks(self) -> list[Task]:
-        """The test split's tasks, after checking them against the manifest's digest."""
-        digest, salt = self.manifest["digests"]["test"], self.manifest["salt"]
+    def _why_refused(self, earlier: list[dict[str, Any]],
+                     entries: list[dict[str, Any]]) -> str | None:
+        """Why a new key may not open this test version: the reason is missing, names another
+        access, or was already spent on one."""
+        if not earlier:
+            return None
+        last = earlier[-1]
+        this = (f"candidate {self.key.candidate} vs {self.key.base}, harness "
+                f"{self.key.harness[:12]}, access id {self.key.access_id}")
+        if not self.reason:
+            return (f"{self.key.test_version} was already opened (ledger line {last['seq']}, "
+                    f"{last['time']}, by {last['user']}) for candidate {last['candidate']} vs "
+                    f"{last['base']} under harness {last['harness'][:12]}; this access ({this}) "
+                    f"would be access number {len(earlier) + 1}. If you must, set "
+                    f"params.test.reaccess.reason to why and params.test.reaccess.access to "
+                    f"{self.key.candidate}: it will be recorded, counted and spent")
+        if self.reason_for not in (self.key.candidate, self.key.access_id):
+            return (f"params.test.reaccess names access {self.reason_for or '(none)'!r}, and "
+                    f"this access is {this}: a reason justifies only the access it names")
+        spent = next((e for e in entries if e["outcome"] == "opened"
+                      and (e.get("reason") or "").strip() == self.reason), None)
+        if spent is not None:
+            return (f"the reason {self.reason!r} was spent by ledger line {spent['seq']} "
+                    f"({spent['time']}, candidate {spent['candidate']}): a new access needs a "
+                    "new reason")
+        return None
+
+    def _unseal(self) -> list[Task]:
+        path = self.root / SEALED_TEST
         try:
-            plain = unseal((self.root / SEALED_TEST).read_bytes(), salt, digest)
+            plain = unseal(path.read_bytes(), self.test_key)
+        except FileNotFoundError:
+            raise TestSetAccessError(
+                f"{path} is missing: restore it (`dvc checkout {SEALED_TEST}`) or re-run the "
+                "split stage (`dvc repro split`); nothing was recorded") from None
+        except WrongKeyError as error:
+            raise TestKeyError(f"{path}: {error}; set HELDOUT_TEST_KEY to the key it was "
+                               "sealed for; nothing was recorded") from None
         except SealBrokenError as error:
-            raise TestSetAccessError(f"{self.root / SEALED_TEST}: {error}; re-run the split "
-                                     "stage (dvc repro) or restore the file") from None
-        if sha256_hex(plain) != digest:
-            raise TestSetAccessError(f"{SEALED_TEST} does not match the manifest's test digest")
+            raise TestSetAccessError(f"{path}: {error}; re-run the split stage (`dvc repro "
+                                     "split`) or restore the file; nothing was recorded") from None
+        if sha256_hex(plain) != self.manifest["digests"]["test"]:
+            raise TestSetAccessError(f"{SEALED_TEST} does not match the manifest's test digest; "
+                                     "nothing was recorded")
         return load_jsonl_bytes(plain, str(SEALED_TEST))
 
+    def read_tasks(self) -> list[Task]:
+        """The test split's tasks, checked against the manifest's digest when the lock opened."""
+        return list(self._tasks)
+
     def close(self, result_digest: str) -> None:
-        append(self.ledger, self._entry("closed", result_digest=result_digest))
+        append(self.ledger, self._entry("closed", result_digest=result_digest),
+               key=self.test_key)
 
     def __exit__(self, *exc: object) -> None:
         self._open.close()

@@ -3,17 +3,28 @@
 It lives outside DVC's outputs (DVC deletes a stage's outputs before running it). Episodes are
 committed as their chunk comes back (heldout.episodes.chunks): after a kill -9 the store holds every
 chunk that finished, and SQLite's journal guarantees it holds no half-written one.
+
+A store opened with a sealing key (the test stage's, derived from the test key) keeps its rows
+encrypted, each bound to its episode key: test completions never sit in the file in plain text,
+and a row cannot be moved to another episode. It reads only rows sealed under that key.
 """
 
 from __future__ import annotations
 
+import base64
 import json
+import os
 import sqlite3
 import threading
 from pathlib import Path
 from typing import Any
 
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
 from heldout.canonical import content_digest
+
+_SEALED = "sealed:"
 
 
 def episode_key(
@@ -25,7 +36,8 @@ def episode_key(
 
 
 class EpisodeCache:
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, sealing_key: bytes | None = None):
+        self._cipher = AESGCM(sealing_key) if sealing_key is not None else None
         path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
@@ -41,7 +53,9 @@ class EpisodeCache:
                 marks = ",".join("?" * len(chunk))
                 query = f"SELECT key, row FROM episodes WHERE key IN ({marks})"
                 for key, row in self._db.execute(query, chunk):
-                    found[key] = json.loads(row)
+                    opened = self._open(key, row)
+                    if opened is not None:
+                        found[key] = opened
         return found
 
     def put_many(self, rows: list[tuple[str, dict[str, Any]]]) -> None:
@@ -49,7 +63,26 @@ class EpisodeCache:
         with self._lock, self._db:
             self._db.execute("BEGIN")
             self._db.executemany("INSERT OR REPLACE INTO episodes (key, row) VALUES (?, ?)",
-                                 [(key, json.dumps(row)) for key, row in rows])
+                                 [(key, self._seal(key, json.dumps(row))) for key, row in rows])
+
+    def _seal(self, key: str, text: str) -> str:
+        if self._cipher is None:
+            return text
+        nonce = os.urandom(12)
+        sealed = nonce + self._cipher.encrypt(nonce, text.encode(), key.encode())
+        return _SEALED + base64.b64encode(sealed).decode("ascii")
+
+    def _open(self, key: str, stored: str) -> dict[str, Any] | None:
+        """The row, or None where it was not sealed as this store seals (then it is run again)."""
+        if self._cipher is None:
+            return None if stored.startswith(_SEALED) else json.loads(stored)
+        if not stored.startswith(_SEALED):
+            return None
+        sealed = base64.b64decode(stored[len(_SEALED):])
+        try:
+            return json.loads(self._cipher.decrypt(sealed[:12], sealed[12:], key.encode()))
+        except InvalidTag:
+            return None
 
     def close(self) -> None:
         with self._lock:

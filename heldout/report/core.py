@@ -18,7 +18,9 @@ import numpy as np
 import pandas as pd
 
 from heldout.report.beneath import beneath_section
+from heldout.report.contamination import Decontamination, contamination_section
 from heldout.report.curves import curve
+from heldout.report.estimates import headline_estimates
 from heldout.report.formatting import interval_points, percent, points, short_fingerprint
 from heldout.report.inputs import Arm, pair_arms
 from heldout.report.power import paired_sd, power_section
@@ -26,6 +28,7 @@ from heldout.report.protocol import ProtocolCard, protocol_copy, protocol_warnin
 from heldout.report.sections import (
     ROLES,
     Beneath,
+    Contamination,
     Curve,
     Flips,
     Harness,
@@ -44,10 +47,9 @@ from heldout.statistics.decision import (
     WITHIN_NOISE_FLOOR,
     WORSE,
     Decision,
-    decide,
 )
 from heldout.statistics.estimators import pass_at_k, pass_hat_k
-from heldout.statistics.summary import CountsSummary, summarize_counts
+from heldout.statistics.summary import CountsSummary
 
 SCHEMA = "heldout.report/1"
 
@@ -140,7 +142,9 @@ def _context_notes(names: PerArm[str], tasks: Tasks, beneath: Beneath) -> list[s
 # Task flips
 
 
-def _flips(arms: PerArm[Arm], groups: Mapping[str, str] | None) -> Flips:
+def _flips(
+    arms: PerArm[Arm], groups: Mapping[str, str] | None, contamination: Contamination | None
+) -> Flips:
     base, candidate = arms
     flip = np.select(
         [base.at_sample & ~candidate.at_sample, ~base.at_sample & candidate.at_sample,
@@ -148,6 +152,7 @@ def _flips(arms: PerArm[Arm], groups: Mapping[str, str] | None) -> Flips:
         ["regressed", "improved", "both pass"],
         "both fail",
     )
+    flagged = {task.task_id for task in contamination.flagged} if contamination else None
     rows = [
         TaskFlip(
             task_id=task,
@@ -158,6 +163,7 @@ def _flips(arms: PerArm[Arm], groups: Mapping[str, str] | None) -> Flips:
             candidate_n=int(candidate.counts.at[task, "n"]),
             difference=float(d),
             flip=str(f),
+            flagged=None if flagged is None else task in flagged,
         )
         for task, d, f in zip(base.counts.index, candidate.rates - base.rates, flip, strict=True)
     ]
@@ -170,6 +176,19 @@ def _flips(arms: PerArm[Arm], groups: Mapping[str, str] | None) -> Flips:
         both_fail=len(ids.get("both fail", [])),
         tasks=rows,
     )
+
+
+def _contamination_metrics(contamination: Contamination) -> dict[str, float | int]:
+    metrics: dict[str, float | int] = {"flagged_tasks": len(contamination.flagged),
+                                       "excluded_tasks": len(contamination.excluded)}
+    without = contamination.without_flagged
+    if without is not None:
+        for role, interval in zip(ROLES, without.pass_at_1, strict=True):
+            metrics[f"{role}_pass_at_1_without_flagged"] = interval.estimate
+        metrics |= {"difference_without_flagged": without.difference.estimate,
+                    "difference_without_flagged_low": without.difference.low,
+                    "difference_without_flagged_high": without.difference.high}
+    return metrics
 
 
 # --------------------------------------------------------------------------------------------
@@ -190,6 +209,9 @@ class Report:
     power: Power
     beneath: Beneath
     protocol: ProtocolCard | None
+    # None when no decontamination was given (heldout compare): the report then says nothing
+    # about contamination, rather than claiming none was found.
+    contamination: Contamination | None = None
 
     @property
     def verdict(self) -> str:
@@ -234,6 +256,8 @@ class Report:
         }
         if self.power.mde is not None:
             metrics["mde"] = self.power.mde
+        if self.contamination is not None:
+            metrics |= _contamination_metrics(self.contamination)
         # Six significant digits, not decimals: a p-value of 1e-9 must not print as 0.
         return {key: float(f"{value:.6g}") if isinstance(value, float) else int(value)
                 for key, value in metrics.items()}
@@ -252,6 +276,8 @@ class Report:
             "power": self.power.to_json(),
             "beneath": self.beneath.to_json(),
             "protocol": self.protocol,
+            "contamination": (None if self.contamination is None
+                              else self.contamination.to_json()),
             "metrics": self.metrics,
         }
 
@@ -271,6 +297,9 @@ class Report:
             power=Power.from_json(data["power"]),
             beneath=Beneath.from_json(data["beneath"]),
             protocol=data["protocol"],
+            # Absent from report.json files written before contamination was reported.
+            contamination=(None if data.get("contamination") is None
+                           else Contamination.from_json(data["contamination"])),
         )
 
 
@@ -285,6 +314,7 @@ def build_report(
     groups: Mapping[str, str] | None = None,
     rerun_scores: Sequence[float] | None = None,
     protocol: ProtocolCard | Mapping[str, Any] | None = None,
+    decontamination: Decontamination | None = None,
     seed: int = 0,
 ) -> Report:
     """The paired report of `candidate` against `base`, two rollout tables (heldout.episodes.episode
@@ -297,8 +327,11 @@ def build_report(
     of every task. `groups` maps task id to group (a task it omits is its own group);
     `rerun_scores` are pass@1 scores of ≥ 2 reruns of one unchanged version, from which the
     noise floor the verdict must clear is computed; `protocol` (see ProtocolCard) is copied
-    into the report and rendered as the protocol card. Names default to each table's
-    `checkpoint`. `seed` seeds every bootstrap.
+    into the report and rendered as the protocol card. `decontamination` lists the task ids a
+    training corpus holds a copy of (heldout.report.contamination): compared ones are marked,
+    and pass@1 and the difference are also given without them; None (the default) says nothing
+    about contamination. Names default to each table's `checkpoint`. `seed` seeds every
+    bootstrap.
     """
     protocol_card = protocol_copy(protocol) if protocol is not None else None
     paired = pair_arms(base, candidate, names=(base_name, candidate_name), sample=sample,
@@ -306,12 +339,11 @@ def build_report(
     arms, harness = paired.arms, paired.harness
     names = arms.map(lambda arm: arm.name)
     ks = default_ks(min(int(arm.counts["n"].min()) for arm in arms))
-    summaries = arms.map(lambda arm: summarize_counts(
-        arm.counts["c"].to_numpy(), arm.counts["n"].to_numpy(), [1], seed=seed))
-    decision = decide(arms.base.rates, arms.candidate.rates, base_passed=arms.base.at_sample,
-                      candidate_passed=arms.candidate.at_sample, rerun_scores=rerun_scores,
-                      seed=seed)
-    flips = _flips(arms, groups)
+    estimates = headline_estimates(arms, rerun_scores=rerun_scores, seed=seed)
+    summaries, decision = estimates.summaries, estimates.decision
+    contamination = None if decontamination is None else contamination_section(
+        arms, decontamination, rerun_scores=rerun_scores, seed=seed)
+    flips = _flips(arms, groups, contamination)
     beneath = beneath_section(arms, summaries, flips.tasks)
     warnings = [] if harness.match else [_mismatch_note(harness, names)]
     if protocol_card is not None:
@@ -340,4 +372,5 @@ def build_report(
         power=power_section(arms, decision, sample),
         beneath=beneath,
         protocol=protocol_card,
+        contamination=contamination,
     )

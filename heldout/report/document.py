@@ -9,8 +9,10 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
+from heldout.report.contamination import contamination_words
 from heldout.report.core import Report
 from heldout.report.formatting import (
+    id_list,
     interval_percent,
     interval_points,
     percent,
@@ -19,10 +21,7 @@ from heldout.report.formatting import (
     short_fingerprint,
 )
 from heldout.report.protocol import ProtocolCard
-from heldout.report.sections import Curve, Outcomes, PerArm
-
-# Ids listed inline before "and N more"; the per-task table and report.json hold them all.
-IDS_SHOWN = 30
+from heldout.report.sections import Contamination, Curve, Outcomes, PerArm
 
 
 @dataclass(frozen=True)
@@ -78,11 +77,6 @@ def report_document(report: Report, figures: Collection[str]) -> Document:
     return Document(f"{report.names.candidate} against {report.names.base}", sections)
 
 
-def _ids(ids: list[str]) -> str:
-    shown = ", ".join(ids[:IDS_SHOWN])
-    return shown + (f" and {len(ids) - IDS_SHOWN} more" if len(ids) > IDS_SHOWN else "") or "none"
-
-
 def _episodes(report: Report) -> str:
     """Episodes per task, arm by arm only where the arms differ."""
     counts = report.tasks.episodes_per_task.map(
@@ -127,10 +121,20 @@ def _headline(report: Report) -> Section:
             f"fails); two-sided p = {pvalue(test.pvalue)}, mid-p = {pvalue(test.midp)}."
         ),
         Paragraph(f"Verdict: {report.verdict}: {headline.reason}.", "verdict"),
+        *(Paragraph(text, tone) for text, tone in contamination_words(
+            report.contamination, names, report.tasks.compared)),
         Paragraph(f"Rule: {headline.rule}."),
         *(Paragraph(text, "note") for text in headline.notes),
     ]
     return Section("headline", "Headline", blocks)
+
+
+def _contamination_cells(contamination: Contamination | None) -> dict[str, str]:
+    """The per-task table's contamination column, by task id; empty when no task is flagged,
+    and the column is then left out."""
+    flagged = contamination.flagged if contamination is not None else []
+    return {task.task_id: "flagged: " + (", ".join(task.methods) or "method not given")
+            for task in flagged}
 
 
 def _method(method: str) -> str:
@@ -145,12 +149,15 @@ def _method(method: str) -> str:
 def _flips(report: Report, figures: Collection[str]) -> Section:
     names, flips, sample = report.names, report.flips, report.headline.sample
     with_groups = any(row.group is not None for row in flips.tasks)
+    contaminated = _contamination_cells(report.contamination)
     header = ["task", *(["group"] if with_groups else []), f"{names.base} c/n",
-              f"{names.candidate} c/n", "difference (points)", f"at sample {sample}"]
+              f"{names.candidate} c/n", "difference (points)", f"at sample {sample}",
+              *(["contamination"] if contaminated else [])]
     rows = [
         [row.task_id, *([str(row.group)] if with_groups else []),
          f"{row.base_c}/{row.base_n}", f"{row.candidate_c}/{row.candidate_n}",
-         points(row.difference), row.flip]
+         points(row.difference), row.flip,
+         *([contaminated.get(row.task_id, "")] if contaminated else [])]
         for row in flips.tasks
     ]
     blocks: list[Block] = [
@@ -159,13 +166,18 @@ def _flips(report: Report, figures: Collection[str]) -> Section:
             f"regressed, {flips.both_pass} pass in both, {flips.both_fail} fail in both."
         ),
         Paragraph(f"Improved ({names.base} fails, {names.candidate} passes): "
-                  f"{_ids(flips.improved)}."),
+                  f"{id_list(flips.improved)}."),
         Paragraph(f"Regressed ({names.base} passes, {names.candidate} fails): "
-                  f"{_ids(flips.regressed)}."),
+                  f"{id_list(flips.regressed)}."),
     ]
     if "forest" in figures:
         blocks.append(Figure("forest", "Per-task difference in pass rate over all episodes, "
                                        "with the paired mean and its 95% interval."))
+    if contaminated:
+        blocks.append(Paragraph(
+            f"{len(contaminated)} task(s) marked \"flagged\" in the contamination column: a "
+            "training corpus holds a copy, found by the methods listed. They are scored like "
+            "the rest; the headline also gives its numbers without them.", "note"))
     blocks.append(Table(header, rows))
     return Section("flips", "Task flips", blocks)
 
@@ -259,7 +271,7 @@ def _beneath(report: Report) -> Section:
         if dropped.count:
             blocks.append(Paragraph(
                 f"Dropped {dropped.count} task(s) of {name}, {dropped.reason}: "
-                f"{_ids(dropped.ids)}."
+                f"{id_list(dropped.ids)}."
             ))
     if beneath.groups:
         blocks.append(Subheading("Per group"))

@@ -86,7 +86,8 @@ def forest_figure(report: Report) -> bytes:
             axes.scatter([x for _, x in chosen], [y for y, _ in chosen], s=14, color=color,
                          label=f"{flip} at sample {report.headline.sample}", zorder=3)
     if labelled:
-        axes.set_yticks(positions, [row.task_id for row in rows], fontsize=7)
+        axes.set_yticks(positions, [row.task_id + (" (flagged)" if row.flagged else "")
+                                    for row in rows], fontsize=7)
     else:
         axes.set_yticks([])
     axes.set_ylim(0.3, len(rows) + 0.7)

@@ -26,3 +26,12 @@ def pvalue(p: float) -> str:
 
 def short_fingerprint(fingerprint: str) -> str:
     return fingerprint[:12]
+
+
+# Ids listed inline before "and N more"; the per-task table and report.json hold them all.
+IDS_SHOWN = 30
+
+
+def id_list(ids: list[str]) -> str:
+    shown = ", ".join(ids[:IDS_SHOWN])
+    return shown + (f" and {len(ids) - IDS_SHOWN} more" if len(ids) > IDS_SHOWN else "") or "none"

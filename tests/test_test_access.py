@@ -1,0 +1,269 @@
+"""The test split's custody as an insider or a busy user tries it: a key outside the repository,
+test episodes sealed, reasons bound to one access and spent by it, no access from `dvc exp run`,
+and state that survives refusals and crashes. Each case ends refused or detected."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import sqlite3
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from heldout.custody.guard import LEDGER, SEALED_TEST, TestSetAccessError, sealing
+from heldout.custody.keys import KEY_ENV, CustodyConfig, TestKey, TestKeyError, load_keys
+from heldout.custody.keys import sealing_key as public_key_for
+from heldout.custody.ledger import read_ledger
+from heldout.custody.seal import SealBrokenError, WrongKeyError, seal, sealed_for, unseal
+from stages import catalog, select, split
+from stages import test as test_stage
+from tests.conftest import TEST_KEY_HEX
+from tests.test_lock import audit_of, set_params
+
+OTHER_KEY = TestKey(bytes.fromhex("22" * 32))
+
+
+@pytest.fixture
+def project(selected_copy: Path) -> Path:
+    return selected_copy
+
+
+def outcomes(project: Path) -> list[str]:
+    return [entry["outcome"] for entry in read_ledger(project / LEDGER)]
+
+
+def error_lines(stderr: str) -> list[str]:
+    """The stage's own error lines (Prefect logs its server around them)."""
+    return [line for line in stderr.splitlines() if line.startswith("error:")]
+
+
+def choose_base_instead(project: Path) -> None:
+    """A new candidate wins selection: the next test run is a new access key."""
+    set_params(project, "select", rule="last", final="base")
+    select.run(project)
+
+
+# --- the key ---------------------------------------------------------------------------------
+
+
+def test_the_sealed_split_opens_with_the_test_key_and_with_nothing_in_the_repository(
+        project: Path):
+    sealed = (project / SEALED_TEST).read_bytes()
+    manifest = json.loads((project / catalog.MANIFEST).read_text())
+    key = load_keys().current
+    assert sealed_for(sealed) == key.key_id
+    plain = unseal(sealed, key)
+    assert plain.count(b"\n") == manifest["counts"]["test"]
+    # What the repository holds (manifest, params, salt, digests) opens nothing: the seal
+    # used to be derived from the manifest; now only the secret opens it.
+    with pytest.raises(WrongKeyError, match=f"sealed for test key {key.key_id}"):
+        unseal(sealed, OTHER_KEY)
+    forged_header = sealed[:len(b"HELDOUT-SEALED-2\n") + 32] + OTHER_KEY.public + sealed[
+        len(b"HELDOUT-SEALED-2\n") + 64:]
+    with pytest.raises(SealBrokenError, match="changed since they were sealed"):
+        unseal(forged_header, OTHER_KEY)
+
+
+def test_sealing_needs_only_the_public_half_and_is_deterministic():
+    public = OTHER_KEY.public
+    assert seal(b"tasks", public) == seal(b"tasks", public)
+    assert seal(b"tasks", public) != seal(b"tasks!", public)
+    assert unseal(seal(b"tasks", public), OTHER_KEY) == b"tasks"
+    assert public_key_for(CustodyConfig(public_key=public.hex())) == (public, None)
+
+
+def test_without_a_key_the_embedded_default_creates_one_and_says_where(tmp_path, monkeypatch):
+    monkeypatch.delenv(KEY_ENV)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    with pytest.raises(TestKeyError, match="no test key: set HELDOUT_TEST_KEY"):
+        load_keys()
+    public, note = public_key_for(CustodyConfig())
+    path = tmp_path / "config" / "heldout" / "test-key"
+    assert note.startswith(f"created your test key in {path} (mode 0600)")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert public_key_for(CustodyConfig()) == (public, None), "created once, then reused"
+    assert load_keys().current.public == public
+
+
+def test_a_key_given_by_file_and_an_older_key_after_a_rotation(tmp_path, monkeypatch):
+    key_file = tmp_path / "team.key"
+    key_file.write_text("33" * 32 + "\n")
+    monkeypatch.setenv(KEY_ENV, f"{key_file},{TEST_KEY_HEX}")
+    ring = load_keys()
+    assert ring.current.secret == bytes.fromhex("33" * 32)
+    assert ring.by_id(TestKey(bytes.fromhex(TEST_KEY_HEX)).key_id) is not None
+    monkeypatch.setenv(KEY_ENV, "not-a-key")
+    with pytest.raises(TestKeyError, match="entry 1: neither 64 hex digits nor a readable key"):
+        load_keys()
+
+
+def test_the_test_stage_without_the_key_stops_with_one_line_and_records_nothing(
+        project: Path, tmp_path):
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "empty-config")}
+    env.pop(KEY_ENV)
+    result = subprocess.run([sys.executable, "-m", "flows.cli", "stage", "test"], cwd=project,
+                            env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2, result.stderr
+    (error,) = error_lines(result.stderr)
+    assert error.startswith("error: no test key: set HELDOUT_TEST_KEY")
+    assert outcomes(project) == []
+
+
+def test_a_key_that_is_not_the_one_the_split_was_sealed_for_is_named(project: Path,
+                                                                     monkeypatch):
+    sealed_for_id = TestKey(bytes.fromhex(TEST_KEY_HEX)).key_id
+    monkeypatch.setenv(KEY_ENV, "22" * 32)
+    with pytest.raises(TestKeyError, match=f"sealed for test key {sealed_for_id}, and the key "
+                                           f"here is {OTHER_KEY.key_id}"):
+        test_stage.run(project)
+    assert outcomes(project) == []
+
+
+# --- sealed test episodes --------------------------------------------------------------------
+
+
+def test_test_completions_never_sit_in_plain_text(project: Path):
+    test_stage.run(project)
+    key = load_keys().current
+    episodes = pd.read_parquet(io.BytesIO(unseal(
+        (project / catalog.SEALED_TEST_EPISODES).read_bytes(), key)))
+    completions = {c for c in episodes["completion"] if len(c) > 20}
+    assert len(completions) > 10
+    for arm in test_stage.ARMS:
+        table = pd.read_parquet(project / catalog.test_rollout_file(arm))
+        assert "completion" not in table.columns and len(table) == (
+            episodes["checkpoint"] == table["checkpoint"].iloc[0]).sum()
+    with sqlite3.connect(project / ".heldout" / "episodes.sqlite") as db:
+        stored = [row for (row,) in db.execute("SELECT row FROM episodes")]
+    in_plain = [c for c in completions if any(json.dumps(c)[1:-1] in row for row in stored)]
+    assert in_plain == []
+    assert sum(row.startswith("sealed:") for row in stored) == len(episodes)
+
+
+def test_a_resumed_access_reads_its_sealed_episodes_back(project: Path, monkeypatch):
+    first = test_stage.run(project)
+
+    def no_new_episodes(*args, **kwargs):
+        raise AssertionError("a resume must come from the sealed cache")
+
+    monkeypatch.setattr("heldout.episodes.chunks.run_chunk", no_new_episodes)
+    again = test_stage.run(project)
+    assert again["resumed"] and again["result_digest"] == first["result_digest"]
+
+
+# --- no access by habit ----------------------------------------------------------------------
+
+
+def test_a_reason_is_bound_to_the_access_it_names_and_spent_by_it(project: Path):
+    test_stage.run(project)
+    choose_base_instead(project)
+    set_params(project, "test", reaccess={"access": "late", "reason": "audit of the release"})
+    with pytest.raises(TestSetAccessError, match="a reason justifies only the access it names"):
+        test_stage.run(project)
+    set_params(project, "test", reaccess={"access": "base", "reason": "base-vs-base check"})
+    access = test_stage.run(project)
+    assert access["accesses_of_this_test_version"] == 2
+    assert access["reason"] == "base-vs-base check"
+
+    # The reason stays in params.yaml; the next new key (another base) cannot reuse it.
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    params["base"] = "late"
+    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    with pytest.raises(TestSetAccessError, match=r"was spent by ledger line 4 \(.*candidate "
+                                                 r"base\): a new access needs a new reason"):
+        test_stage.run(project)
+    assert outcomes(project) == ["opened", "closed", "refused", "opened", "closed", "refused"]
+
+
+def test_the_first_access_records_no_reason_and_spends_none(project: Path):
+    set_params(project, "test", reaccess={"access": "late", "reason": "left over from before"})
+    access = test_stage.run(project)
+    assert access["reason"] == "" and read_ledger(project / LEDGER)[0]["reason"] == ""
+
+
+def test_dvc_exp_run_does_not_reach_the_test_split_unless_it_names_the_test(project: Path,
+                                                                           monkeypatch):
+    monkeypatch.setenv("DVC_EXP_NAME", "sweep-n3")
+    with pytest.raises(TestSetAccessError, match=r"does not run inside `dvc exp run` "
+                       r"\(experiment sweep-n3\).*dvc exp run -n sweep-n3 -S "
+                       r"test.experiment=sweep-n3"):
+        test_stage.run(project)
+    assert outcomes(project) == ["refused"]
+    set_params(project, "test", experiment="another-one")
+    with pytest.raises(TestSetAccessError, match="experiment sweep-n3"):
+        test_stage.run(project)
+    set_params(project, "test", experiment="sweep-n3")
+    assert test_stage.run(project)["accesses_of_this_test_version"] == 1
+
+
+# --- refusals and crashes --------------------------------------------------------------------
+
+
+def test_a_missing_test_split_is_a_clean_error_before_any_ledger_line(project: Path):
+    with sealing():
+        (project / SEALED_TEST).unlink()
+    result = subprocess.run([sys.executable, "-m", "flows.cli", "stage", "test"], cwd=project,
+                            env=os.environ, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2, result.stderr
+    (error,) = error_lines(result.stderr)
+    assert "data/split/test.sealed is missing: restore it (`dvc checkout " in error
+    assert error.endswith("nothing was recorded")
+    assert outcomes(project) == []
+
+
+def test_a_damaged_test_split_is_a_clean_error_before_any_ledger_line(project: Path):
+    sealed = bytearray((project / SEALED_TEST).read_bytes())
+    sealed[-5] ^= 0xFF
+    with sealing():
+        (project / SEALED_TEST).write_bytes(bytes(sealed))
+    with pytest.raises(TestSetAccessError, match="changed since they were sealed; re-run the "
+                                                 "split stage"):
+        test_stage.run(project)
+    assert outcomes(project) == []
+
+
+def test_a_crash_mid_access_is_found_and_resumed(project: Path, monkeypatch):
+    def crash(*args, **kwargs):
+        raise RuntimeError("the machine went away")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(test_stage, "roll_out", crash)
+        with pytest.raises(RuntimeError):
+            test_stage.run(project)
+    assert outcomes(project) == ["opened"]
+    assert not audit_of(project).ok
+    assert any("never closed" in problem for problem in audit_of(project).problems)
+    access = test_stage.run(project)
+    assert access["resumed"] and outcomes(project) == ["opened", "resumed", "closed"]
+    assert audit_of(project).ok, audit_of(project).problems
+
+
+def test_the_split_is_sealed_for_a_team_public_key_it_cannot_open(project: Path, monkeypatch):
+    set_params(project, "custody", public_key=OTHER_KEY.public.hex())
+    with sealing():
+        split.run(project)
+        assert sealed_for((project / SEALED_TEST).read_bytes()) == OTHER_KEY.key_id
+    with pytest.raises(TestKeyError, match=f"sealed for test key {OTHER_KEY.key_id}"):
+        test_stage.run(project)
+    monkeypatch.setenv(KEY_ENV, "22" * 32)
+    select.run(project)
+    assert test_stage.run(project)["tasks"] > 0
+
+
+def test_heldout_key_shows_the_public_half_and_never_the_secret(monkeypatch):
+    monkeypatch.setenv(KEY_ENV, f"{'22' * 32},{TEST_KEY_HEX}")
+    shown = subprocess.run([sys.executable, "-m", "flows.cli", "key"], env=os.environ,
+                           capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert lines[0] == (f"test key {OTHER_KEY.key_id} (current, from HELDOUT_TEST_KEY): public "
+                        f"key {OTHER_KEY.public.hex()}")
+    assert "older (verifies ledger lines only)" in lines[1]
+    assert "22" * 32 not in shown.stdout and TEST_KEY_HEX not in shown.stdout
