@@ -156,13 +156,21 @@ def compare(
     candidate_name: Annotated[
         str | None, typer.Option(help="B's label (default: its checkpoint column).")
     ] = None,
+    rerun: Annotated[
+        list[Path] | None,
+        typer.Option(help="Another run of A under new seeds on the same tasks (repeat: A and "
+                          "2 reruns make the 3 runs a noise floor needs)."),
+    ] = None,
 ) -> None:
     """The paired report of B against A from any two rollout files, no pipeline needed."""
     from heldout.report import build_report, headline_markdown, read_rollouts, write_report
+    from heldout.report.inputs import rerun_scores
 
+    base_table = read_rollouts(base)
     report = build_report(
-        read_rollouts(base),
+        base_table,
         read_rollouts(candidate),
+        rerun_scores=rerun_scores(base_table, [read_rollouts(path) for path in rerun or []]),
         base_name=base_name,
         candidate_name=candidate_name,
         sample=sample,

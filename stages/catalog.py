@@ -35,12 +35,14 @@ ACCESS = Path("data/test/access.json")
 # The test episodes whole (completions included), sealed for the test key; the rollout files
 # beside it hold outcomes only, for the report.
 SEALED_TEST_EPISODES = Path("data/test/episodes.sealed")
+# pass@1 of each run of the arm rerun for the noise floor (params.reruns).
+RERUNS = Path("data/test/reruns.json")
 REPORTS = Path("reports")
 TEST_METRICS = Path("metrics/test.json")
 
 __all__ = [
     "ACCESS", "DECONTAM_DIR", "DECONTAM_REPORT", "DECONTAM_TRAIN", "EXCLUDED", "FINGERPRINT_DIR",
-    "LEDGER", "MANIFEST", "PARAMS_FILE", "PASSK_CSV", "PASSK_PNG", "PER_TASK", "REPORTS",
+    "LEDGER", "MANIFEST", "PARAMS_FILE", "PASSK_CSV", "PASSK_PNG", "PER_TASK", "REPORTS", "RERUNS",
     "ROLLOUT_DIR", "SCORES", "SEALED_TEST", "SEALED_TEST_EPISODES", "SELECTION", "SPLIT_DIR",
     "TEST_METRICS", "TEST_ROLLOUTS", "VAL_METRICS", "fingerprint_file", "rollout_file",
     "split_file", "test_rollout_file",

@@ -24,6 +24,7 @@ from stages.catalog import (
     DECONTAM_REPORT,
     LEDGER,
     REPORTS,
+    RERUNS,
     SELECTION,
     TEST_METRICS,
     test_rollout_file,
@@ -68,6 +69,12 @@ def read_decontamination(root: Path) -> Decontamination:
                            excluded=found["excluded_eval_ids"]["test"])
 
 
+def read_rerun_scores(root: Path) -> list[float] | None:
+    """pass@1 of each run of the arm the test stage reran for the noise floor, or None."""
+    scores = json.loads((root / RERUNS).read_text(encoding="utf-8"))["pass_at_1"]
+    return scores or None
+
+
 def run(root: Path | None = None) -> dict[str, Any]:
     root = project_root(root)
     params = read_params(root)
@@ -84,6 +91,7 @@ def run(root: Path | None = None) -> dict[str, Any]:
             groups=access["groups"],
             protocol=protocol_card(root, manifest, harness, access),
             decontamination=read_decontamination(root),
+            rerun_scores=read_rerun_scores(root),
         )
         with staged_outputs() as outputs:
             written = stage_report(report, root / REPORTS, outputs)

@@ -11,10 +11,10 @@ import io
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from heldout.canonical import content_digest
 from heldout.custody.anchor import stage_ledger
@@ -28,7 +28,15 @@ from heldout.episodes.harness import Harness
 from heldout.episodes.rollout import RolloutsConfig, roll_out
 from heldout.episodes.rows import TIMING_COLUMNS, rollout_table
 from heldout.files import staged_outputs
-from stages.catalog import ACCESS, LEDGER, SEALED_TEST_EPISODES, SELECTION, test_rollout_file
+from heldout.statistics.counts import pass_at_1
+from stages.catalog import (
+    ACCESS,
+    LEDGER,
+    RERUNS,
+    SEALED_TEST_EPISODES,
+    SELECTION,
+    test_rollout_file,
+)
 from stages.common import (
     checkpoint_settings,
     eval_view,
@@ -66,6 +74,24 @@ class TestConfig(BaseModel):
 
     reaccess: ReaccessConfig = ReaccessConfig()
     experiment: str = ""
+
+
+class RerunsConfig(BaseModel):
+    """`params.reruns`: the noise floor, measured inside the test access by running one arm
+    `runs` times in all (its own episodes first, then under new seeds)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    arm: Literal["base", "candidate"] = "base"
+    runs: int = 0
+
+    @field_validator("runs")
+    @classmethod
+    def _enough(cls, runs: int) -> int:
+        if runs != 0 and runs < 3:
+            raise ValueError("0 (no noise floor) or at least 3: the floor uses t(runs - 1), "
+                             "which is 12.7 at 2 runs")
+        return runs
 
 
 def experiment_refusal(config: TestConfig) -> str | None:
@@ -121,6 +147,7 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
     config = section(params, "rollouts", RolloutsConfig)
     test_config = section(params, "test", TestConfig)
     reaccess = test_config.reaccess
+    reruns_config = section(params, "reruns", RerunsConfig)
     test_key = opening_key(section(params, "custody", CustodyConfig))
     manifest = read_manifest(root)
     selection = read_selection(root)
@@ -146,14 +173,22 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
             mlflow_run.set_tags({"test_outcome": lock.outcome})
             tasks = eval_view(root, "test", lock.read_tasks())
             log_split_input(mlflow_run, root, manifest, "test", tasks)
-            tables, episodes_s = {}, 0.0
-            for arm, name in names.items():
-                progress = EpisodeProgress(f"test:{name}")
-                rows = roll_out(root, f"test:{name}", settings[arm], tasks, harness, config,
-                                progress, execute, sealing_key=test_key.derive("episodes"))
-                tables[arm] = rollout_table(name, rows)
-                episodes_s += progress.elapsed()
-            digest = result_digest(tables)
+            timings: list[float] = []
+
+            def episodes(arm: str, rerun: int = 0) -> pd.DataFrame:
+                label = f"test:{names[arm]}" + (f":rerun{rerun}" if rerun else "")
+                progress = EpisodeProgress(label)
+                rows = roll_out(root, label, settings[arm], tasks, harness, config, progress,
+                                execute, sealing_key=test_key.derive("episodes"), rerun=rerun)
+                timings.append(progress.elapsed())
+                return rollout_table(names[arm], rows)
+
+            tables = {arm: episodes(arm) for arm in ARMS}
+            # The noise floor's reruns belong to this access: the same frozen set, new seeds.
+            reruns = {f"rerun{r}": episodes(reruns_config.arm, r)
+                      for r in range(1, reruns_config.runs)}
+            episodes_s = sum(timings)
+            digest = result_digest(tables | reruns)
             entries = read_ledger(root / LEDGER)
             opened = accesses(entries, key.test_version)
             access = {
@@ -166,7 +201,14 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
                 # The report breaks results down by group without opening the test split.
                 "groups": {t.id: t.group for t in tasks},
             }
+            rerun_record = {
+                "arm": reruns_config.arm, "checkpoint": names[reruns_config.arm],
+                "runs": len(reruns) + 1 if reruns else 0,
+                "pass_at_1": [pass_at_1(table) for table in
+                              ([tables[reruns_config.arm], *reruns.values()] if reruns else [])],
+            }
             with staged_outputs() as outputs:
+                outputs.write_json(root / RERUNS, rerun_record)
                 for arm, table in tables.items():
                     table.drop(columns=["completion"]).to_parquet(
                         outputs.path(root / test_rollout_file(arm)), index=False)
@@ -180,6 +222,9 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
                                 for arm, t in tables.items()}
                                | {"accesses_of_this_test_version": len(opened),
                                   "episodes_s": episodes_s})
-        for path in (*map(test_rollout_file, ARMS), ACCESS):
+        if rerun_record["pass_at_1"]:
+            mlflow_run.log_metrics({f"rerun_{number}_pass_at_1": score for number, score in
+                                    enumerate(rerun_record["pass_at_1"])})
+        for path in (*map(test_rollout_file, ARMS), ACCESS, RERUNS):
             mlflow_run.log_artifact(root / path, "test")
     return access

@@ -39,7 +39,7 @@ def catalog_outputs() -> set[str]:
         catalog.SCORES, catalog.PER_TASK, catalog.VAL_METRICS, catalog.PASSK_CSV,
         catalog.PASSK_PNG, catalog.SELECTION, catalog.test_rollout_file("candidate"),
         catalog.test_rollout_file("base"), catalog.SEALED_TEST_EPISODES, catalog.ACCESS,
-        catalog.REPORTS,
+        catalog.RERUNS, catalog.REPORTS,
         catalog.TEST_METRICS,
     }
     return {str(path) for path in files}

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+from scipy import stats
 
 from tests.test_report import OTHER_HARNESS, passing, rollouts
 
@@ -18,10 +22,13 @@ def heldout(*args: str | Path) -> subprocess.CompletedProcess:
 
 
 def rollout_files(folder: Path, candidate_harness: str | None = None) -> tuple[Path, Path]:
+    """80 tasks: the base passes 20, the candidate those and 20 more. 80, not fewer: the 60
+    tasks an arm fails clear the rule's gate of 50 (and 80 its gate of 30 tasks), so the
+    verdict can be decided."""
     base, candidate = folder / "A.parquet", folder / "B.parquet"
-    rollouts("base", passing(60, range(20))).to_parquet(base)
+    rollouts("base", passing(80, range(20))).to_parquet(base)
     extra = {"harness": candidate_harness} if candidate_harness else {}
-    rollouts("step_9", passing(60, range(40)), **extra).to_parquet(candidate)
+    rollouts("step_9", passing(80, range(40)), **extra).to_parquet(candidate)
     return base, candidate
 
 
@@ -49,6 +56,8 @@ def test_a_harness_mismatch_exits_2_and_writes_nothing_unless_allowed(tmp_path: 
                       "--allow-harness-mismatch")
     assert allowed.returncode == 0, allowed.stderr
     assert "HARNESS MISMATCH" in allowed.stdout
+    assert ("Verdict: not decidable: the arms ran under different harnesses, so part of any "
+            "difference may be the harness's") in allowed.stdout
     assert "HARNESS MISMATCH" in (tmp_path / "out/report.html").read_text()
 
 
@@ -60,3 +69,24 @@ def test_a_missing_or_unreadable_file_exits_2_naming_it(tmp_path: Path):
         done = heldout("compare", base, wrong, "--out", tmp_path / "out")
         assert done.returncode == 2 and str(wrong) in done.stderr
         assert "Traceback" not in done.stderr
+
+
+def test_reruns_of_the_base_give_the_noise_floor_and_must_be_the_same_tasks(tmp_path: Path):
+    base, candidate = rollout_files(tmp_path)
+    reruns = []
+    for number, passes in enumerate((range(18), range(22)), start=1):
+        reruns.append(tmp_path / f"A{number}.parquet")
+        rollouts("base", passing(80, passes)).to_parquet(reruns[-1])
+    done = heldout("compare", base, candidate, "--out", tmp_path / "out",
+                   *[arg for path in reruns for arg in ("--rerun", path)])
+    assert done.returncode == 0, done.stderr
+    floor = json.loads((tmp_path / "out/report.json").read_text())["headline"]["noise_floor"]
+    # pass@1 of the three runs: 20/80, 18/80, 22/80; sd = 2/80; t(2) at 95% = 4.3027.
+    assert floor["n_runs"] == 3
+    assert floor["floor"] == pytest.approx(stats.t.ppf(0.975, 2) * (2 / 80) * 2 ** 0.5)
+
+    rollouts("base", passing(79, range(20))).to_parquet(reruns[0])
+    refused = heldout("compare", base, candidate, "--out", tmp_path / "other",
+                      "--rerun", reruns[0])
+    assert refused.returncode == 2
+    assert "rerun 1 holds other tasks than the base's rollouts (1 differ)" in refused.stderr

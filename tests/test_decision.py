@@ -1,18 +1,25 @@
-"""The verdict as data: each branch of the rule, the gates that fired, and what it was decided
-from, on per-task outcomes whose numbers can be worked out on paper."""
+"""The verdict as data: each branch of the rule, every gate with its message, and what the
+verdict rests on, on per-task outcomes whose numbers can be worked out on paper."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
+from scipy import stats
 
-from heldout.statistics import Interval, McNemarResult, NoiseFloor
+from heldout.statistics import Interval, NoiseFloor
 from heldout.statistics.decision import (
     BETTER,
+    HARDEN_THE_SET,
     INTERVAL_INCLUDES_ZERO,
     NO_DIFFERENCE,
+    NOT_COMPARABLE,
+    TEST_DOES_NOT_REJECT,
+    TOO_FEW_UNITS,
+    TRUNCATION_IMBALANCE,
     WITHIN_NOISE_FLOOR,
     WORSE,
     Decision,
@@ -23,6 +30,7 @@ from heldout.statistics.decision import (
 WIDE_RERUNS = [0.40, 0.45, 0.50]
 # Reruns 0.50, 0.51, 0.52: sd 0.01, floor 4.303·0.01·√2 = 0.061.
 NARROW_RERUNS = [0.50, 0.51, 0.52]
+Z_SUM = stats.norm.ppf(0.975) + stats.norm.ppf(0.8)  # two-sided α = 0.05, power 0.8
 
 
 def passes(n_tasks: int, passing: range) -> np.ndarray:
@@ -31,90 +39,177 @@ def passes(n_tasks: int, passing: range) -> np.ndarray:
 
 def decide_on(base: np.ndarray, candidate: np.ndarray, **options) -> Decision:
     """One episode per task: the pass rates are the outcomes the exact test pairs."""
-    return decide(base.astype(float), candidate.astype(float), base_passed=base,
+    return decide(base.astype(float), candidate.astype(float), n_episodes=1, base_passed=base,
                   candidate_passed=candidate, **options)
 
 
-def test_fixing_ten_tasks_of_200_is_better_and_no_gate_fires():
+def names(decision: Decision) -> list[str]:
+    return [gate.name for gate in decision.gates]
+
+
+def test_fixing_ten_tasks_of_200_is_better_and_the_test_and_interval_agree():
     decision = decide_on(passes(200, range(80)), passes(200, range(90)))
+    # With one episode per task the sign-flip test is McNemar's exact test: 2·0.5^10.
+    assert decision.test.p_value == pytest.approx(2 * 0.5**10, rel=1e-12)
+    assert decision.mcnemar.pvalue == pytest.approx(decision.test.p_value, rel=1e-12)
+    assert (decision.mcnemar.b, decision.mcnemar.c) == (0, 10)
+    assert decision.difference.method == "newcombe paired score"
     assert decision.difference.estimate == pytest.approx(0.05)
-    assert decision.difference.low > 0
-    assert (decision.test.b, decision.test.c, decision.test.n_discordant) == (0, 10, 10)
-    assert decision.test.pvalue == pytest.approx(2 * 0.5**10, rel=1e-12)
-    assert decision.floor is None
-    assert decision.gates == ()
-    assert decision.verdict == BETTER
+    assert 0 < decision.difference.low < 0.05 < decision.difference.high
+    assert decision.gates == () and decision.verdict == decision.claim == BETTER
+    support = decision.support
+    assert (support.tasks, support.groups, support.both_pass, support.both_fail) == (
+        200, 200, 80, 110)
+    assert support.failure_capable == 120
+    # sd of ten 1s among 200 differences: sqrt((10·0.95² + 190·0.05²)/199) = 0.21849.
+    assert support.mde == pytest.approx(Z_SUM * 0.218492 / math.sqrt(200), rel=1e-4)
 
 
 def test_breaking_ten_tasks_is_worse():
     decision = decide_on(passes(200, range(90)), passes(200, range(80)))
-    assert decision.difference.high < 0
-    assert (decision.test.b, decision.test.c) == (10, 0)
-    assert decision.gates == ()
-    assert decision.verdict == WORSE
+    assert decision.difference.high < 0 and (decision.mcnemar.b, decision.mcnemar.c) == (10, 0)
+    assert decision.gates == () and decision.verdict == WORSE
 
 
-def test_disagreeing_both_ways_leaves_the_interval_around_0():
-    # Tasks 0-4 pass only in the base, 5-9 only in the candidate: mean difference 0.
-    decision = decide_on(passes(40, range(5)), passes(40, range(5, 10)))
-    assert decision.difference.estimate == 0.0
+def test_four_one_way_flips_of_100_tasks_are_no_difference_detected():
+    # The issue's case: the old bootstrap said "better" beside McNemar's p = 0.125.
+    decision = decide_on(passes(100, range(40)), passes(100, range(44)))
+    assert decision.test.p_value == pytest.approx(0.125)
     assert decision.difference.low < 0 < decision.difference.high
-    assert (decision.test.b, decision.test.c, decision.test.pvalue) == (5, 5, 1.0)
-    assert decision.gates == (INTERVAL_INCLUDES_ZERO,)
+    assert names(decision) == [TEST_DOES_NOT_REJECT, INTERVAL_INCLUDES_ZERO]
+    assert decision.gates[0].message == ("sign-flip permutation, exact: p = 0.125 > 0.05")
     assert decision.verdict == NO_DIFFERENCE
 
 
-def test_a_difference_inside_the_noise_floor_is_held_back_though_its_interval_excludes_0():
+def test_disagreeing_both_ways_is_no_difference_detected():
+    decision = decide_on(passes(100, range(5)), passes(100, range(5, 10)))
+    assert decision.difference.estimate == 0.0 and decision.test.p_value == 1.0
+    assert names(decision) == [TEST_DOES_NOT_REJECT, INTERVAL_INCLUDES_ZERO]
+    assert decision.verdict == NO_DIFFERENCE
+
+
+def test_every_episode_counts_where_mcnemars_sample_sees_nothing():
+    # 100 tasks, 10 episodes: the candidate passes 7 where the base passes 5, on every task,
+    # and both pass at sample 0. McNemar on sample 0 has no discordant pair (p = 1); the
+    # deciding test, on all episodes, rejects.
+    rng = np.random.default_rng(3)
+    base = rng.integers(3, 8, 100) / 10
+    candidate = np.clip(base + rng.choice([0.1, 0.2, 0.3], 100), 0, 1)
+    same = np.ones(100, bool)
+    decision = decide(base, candidate, n_episodes=10, base_passed=same, candidate_passed=same)
+    assert decision.mcnemar.pvalue == 1.0
+    assert decision.test.rejects and decision.test.p_value < 1e-4
+    assert decision.difference.method == "BCa bootstrap over 100 tasks"
+    assert decision.difference.low > 0 and decision.verdict == BETTER
+
+
+def test_within_the_noise_floor_it_is_held_back_though_its_interval_excludes_0():
     decision = decide_on(passes(200, range(80)), passes(200, range(90)),
                          rerun_scores=WIDE_RERUNS)
     assert decision.floor.floor == pytest.approx(4.3027 * 0.05 * math.sqrt(2), rel=1e-4)
-    assert decision.floor.n_runs == 3
-    assert decision.difference.low > 0
-    assert decision.gates == (WITHIN_NOISE_FLOOR,)
+    assert decision.difference.low > 0 and names(decision) == [WITHIN_NOISE_FLOOR]
+    assert decision.gates[0].message == "the difference is within the noise floor of 30.4 points"
     assert decision.verdict == NO_DIFFERENCE
-
-
-def test_every_gate_that_fires_is_listed_in_the_order_the_rule_checks_them():
-    decision = decide_on(passes(40, range(5)), passes(40, range(5, 10)),
-                         rerun_scores=WIDE_RERUNS)
-    assert decision.gates == (INTERVAL_INCLUDES_ZERO, WITHIN_NOISE_FLOOR)
-    assert decision.verdict == NO_DIFFERENCE
-
-
-def test_a_difference_that_clears_the_floor_is_better():
-    # Every task fails in the base and passes in the candidate: the interval is the exact
-    # bound [1 − 2u, 1], u = 1 − 0.025^(1/100), far above 0 and above a floor of 0.061.
-    decision = decide_on(np.zeros(100, bool), np.ones(100, bool), rerun_scores=NARROW_RERUNS)
-    u = 1 - 0.025 ** (1 / 100)
-    assert decision.difference.method == "clopper-pearson"
-    assert decision.difference.low == pytest.approx(1 - 2 * u)
-    assert decision.floor.floor == pytest.approx(4.3027 * 0.01 * math.sqrt(2), rel=1e-4)
-    assert decision.gates == ()
-    assert decision.verdict == BETTER
-
-
-@pytest.mark.parametrize(
-    ("low", "high", "verdict"),
-    [(0.0, 0.09, NO_DIFFERENCE), (1e-9, 0.09, BETTER), (-0.09, 0.0, NO_DIFFERENCE),
-     (-0.09, -1e-9, WORSE)],
-)
-def test_an_interval_touching_0_does_not_exclude_it(low: float, high: float, verdict: str):
-    estimate = (low + high) / 2
-    decision = Decision(Interval(estimate, low, high, "bootstrap-indices"),
-                        McNemarResult(0, 0, 0, 1.0, 1.0), None)
-    assert decision.verdict == verdict
+    cleared = decide_on(passes(200, range(80)), passes(200, range(140)),
+                        rerun_scores=NARROW_RERUNS)
+    assert cleared.verdict == BETTER
 
 
 def test_the_floor_gate_is_strict_at_the_floor_itself():
-    interval = Interval(0.2, 0.1, 0.3, "bootstrap-indices")
-    test = McNemarResult(0, 9, 9, 0.0039, 0.002)
-    assert Decision(interval, test, NoiseFloor(0.2, 0.03, 3, 4.3)).verdict == BETTER
-    assert Decision(interval, test, NoiseFloor(0.2000001, 0.03, 3, 4.3)).gates == (
-        WITHIN_NOISE_FLOOR,)
+    decision = decide_on(passes(200, range(80)), passes(200, range(120)))
+    at_floor = replace(decision, floor=NoiseFloor(0.2, 0.03, 3, 4.3))
+    assert at_floor.verdict == BETTER
+    assert names(replace(decision, floor=NoiseFloor(0.2000001, 0.03, 3, 4.3))) == [
+        WITHIN_NOISE_FLOOR]
+
+
+@pytest.mark.parametrize(("low", "high", "verdict"), [
+    (0.0, 0.09, NO_DIFFERENCE), (1e-9, 0.09, BETTER), (-0.09, 0.0, NO_DIFFERENCE),
+    (-0.09, -1e-9, WORSE)])
+def test_an_interval_touching_0_does_not_exclude_it(low: float, high: float, verdict: str):
+    decisive = decide_on(passes(200, range(80)), passes(200, range(90)))
+    decision = replace(decisive, difference=Interval((low + high) / 2, low, high, "given"))
+    assert decision.verdict == verdict
+
+
+def test_too_few_tasks_void_the_verdict_whatever_the_statistics_say():
+    decision = decide_on(np.zeros(20, bool), np.ones(20, bool))
+    assert decision.claim == BETTER and decision.test.p_value == pytest.approx(2 * 0.5**20)
+    assert names(decision)[0] == TOO_FEW_UNITS
+    assert decision.verdict == ("not decidable: 20 tasks in 20 groups, fewer than 30: add "
+                                "tasks, not episodes")
+
+
+def test_groups_are_the_units_when_tasks_come_in_groups():
+    base = passes(10, range(3)).astype(float)
+    candidate = passes(10, range(8)).astype(float)
+    groups = ["repo-a"] * 5 + ["repo-b"] * 5
+    decision = decide(base, candidate, n_episodes=1, base_passed=base > 0,
+                      candidate_passed=candidate > 0, groups=groups)
+    assert decision.support.groups == 2 and decision.test.units == 2
+    assert "2 groups" in decision.difference.method and "2 groups" in decision.test.method
+    # Two groups of five: the group means of d are 0.4 and 0.6; resampling two groups gives
+    # means 0.4, 0.5 or 0.6, so the interval is [0.4, 0.6] at most (the task-level one is
+    # narrower only because it pretends ten units).
+    assert 0.4 - 1e-9 <= decision.difference.low <= decision.difference.high <= 0.6 + 1e-9
+    assert decision.verdict == ("not decidable: 10 tasks in 2 groups, fewer than 30: add "
+                                "tasks, not episodes")
+
+
+def test_a_set_too_easy_to_fail_says_harden_the_set():
+    # 200 tasks, both pass the first 165, the candidate 10 more: 35 tasks either arm fails.
+    decision = decide_on(passes(200, range(165)), passes(200, range(175)))
+    assert decision.claim == BETTER and names(decision) == [HARDEN_THE_SET]
+    assert decision.verdict == ("not decidable: only 35 tasks that either arm ever fails "
+                                "(fewer than 50): harden the set")
+
+
+def test_a_ceiling_below_twice_the_mde_says_harden_the_set():
+    # The base passes 19 of 20 episodes on each of 100 tasks: 5 points left to gain. The
+    # candidate alternates 20/20 and 12/20: differences +0.05 and −0.35, sd 0.201, MDE 0.056.
+    base = np.full(100, 0.95)
+    candidate = np.where(np.arange(100) % 2 == 0, 1.0, 0.6)
+    decision = decide(base, candidate, n_episodes=20, base_passed=np.ones(100, bool),
+                      candidate_passed=np.ones(100, bool))
+    mde = Z_SUM * np.std(candidate - base, ddof=1) / 10
+    assert decision.support.mde == pytest.approx(mde)
+    assert decision.verdict == (
+        f"not decidable: the base leaves 5.0 points to gain, less than twice the minimum "
+        f"detectable effect ({100 * mde:.1f}): harden the set")
+
+
+@pytest.mark.parametrize(("truncation", "fires"), [
+    ((0.10, 0.02), "the base was truncated in 10.0% of episodes, more than twice the other "
+                   "arm's 2.0%: budgets, not skill, may decide the difference"),
+    ((0.03, 0.20), "the candidate was truncated in 20.0% of episodes, more than twice the "
+                   "other arm's 3.0%: budgets, not skill, may decide the difference"),
+    ((0.04, 0.02), None),  # twice, not more than twice
+    ((0.015, 0.0), None),  # below the 2% that could matter
+])
+def test_one_arm_truncated_far_more_voids_the_verdict(truncation, fires):
+    decision = decide_on(passes(200, range(80)), passes(200, range(90)), truncation=truncation)
+    if fires is None:
+        assert decision.verdict == BETTER
+    else:
+        assert names(decision) == [TRUNCATION_IMBALANCE]
+        assert decision.verdict == f"not decidable: {fires}"
+
+
+def test_arms_not_run_alike_are_not_compared_and_voiding_gates_come_first():
+    decision = decide_on(passes(20, range(5)), passes(20, range(5, 10)),
+                         mismatch="the arms ran under different harnesses",
+                         rerun_scores=WIDE_RERUNS)
+    assert names(decision) == [NOT_COMPARABLE, TOO_FEW_UNITS, HARDEN_THE_SET,
+                               TEST_DOES_NOT_REJECT, INTERVAL_INCLUDES_ZERO, WITHIN_NOISE_FLOOR]
+    assert decision.verdict == "not decidable: the arms ran under different harnesses"
+    assert all(gate.voids for gate in decision.gates[:3])
+    assert not any(gate.voids for gate in decision.gates[3:])
 
 
 def test_outcomes_that_do_not_pair_up_with_the_tasks_are_refused():
-    with pytest.raises(ValueError, match="one outcome per task"):
-        decide(np.zeros(3), np.ones(3), base_passed=[False] * 3, candidate_passed=[True] * 2)
-    with pytest.raises(ValueError, match="one outcome per task"):
-        decide(np.zeros(3), np.ones(3), base_passed=[False] * 4, candidate_passed=[True] * 4)
+    with pytest.raises(ValueError, match="one rate and one outcome per task"):
+        decide(np.zeros(3), np.ones(3), n_episodes=1, base_passed=[False] * 3,
+               candidate_passed=[True] * 2)
+    with pytest.raises(ValueError, match="one rate and one outcome per task"):
+        decide(np.zeros(3), np.ones(3), n_episodes=1, base_passed=[False] * 4,
+               candidate_passed=[True] * 4)

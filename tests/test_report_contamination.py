@@ -18,8 +18,7 @@ from heldout.contamination.sources import TRAIN_SPLIT_SOURCE
 from heldout.files import json_bytes
 from heldout.report import Decontamination, Report, build_report, headline_markdown, write_report
 from heldout.report.formatting import interval_percent, interval_points, percent, points
-from heldout.statistics.intervals import task_bootstrap_ci
-from heldout.statistics.paired_tests import paired_bootstrap
+from heldout.statistics.bca import arm_interval, bca_interval
 from stages import catalog
 from stages.report import read_decontamination
 from tests.test_catalog import stage_body
@@ -62,13 +61,20 @@ def test_the_numbers_without_the_flagged_tasks_are_those_of_the_filtered_tables(
     assert without.pass_at_1.candidate.estimate == pytest.approx(candidate_rate)
     assert without.difference.estimate == pytest.approx(candidate_rate - base_rate)
 
-    # The same estimators on the tables with the flagged tasks removed before anything else.
+    # The same estimators on the tables with the flagged tasks removed before anything else:
+    # each arm's pass@1 by arm_interval (Wilson over tasks for the base, whose 37 rates are all
+    # 0 or 1; BCa for the candidate, at 3/4 on t000), the difference by BCa over the tasks'
+    # differences of rates (4 episodes per task, so not Newcombe's interval of one sample).
     kept = [table[~table["task_id"].isin(FLAGGED)] for table in tables]
     rates = [table.groupby("task_id")["passed"].mean().sort_index().to_numpy(float)
              for table in kept]
-    assert without.pass_at_1.base == task_bootstrap_ci(rates[0], seed=0)
-    assert without.pass_at_1.candidate == task_bootstrap_ci(rates[1], seed=0)
-    assert without.difference == paired_bootstrap(rates[1], rates[0], 0.95, seed=0)
+    assert without.pass_at_1.base == arm_interval(rates[0], n_episodes=EPISODES, seed=0)
+    assert without.pass_at_1.candidate == arm_interval(rates[1], n_episodes=EPISODES, seed=0)
+    assert without.difference == bca_interval(rates[1] - rates[0], confidence=0.95, seed=0,
+                                              support=(-1.0, 1.0))
+    assert [without.pass_at_1.base.method, without.pass_at_1.candidate.method,
+            without.difference.method] == ["wilson over 37 tasks",
+                                           *["BCa bootstrap over 37 tasks"] * 2]
     on_kept = build_report(*kept).headline
     assert without.pass_at_1 == on_kept.pass_at_1
     assert without.difference == on_kept.decision.difference
@@ -108,9 +114,10 @@ def test_flagged_tasks_are_marked_in_the_headline_and_the_table_in_every_renderi
     markdown = written["report.md"].read_text()
     rows = {line.split(" | ")[0].lstrip("| "): line for line in markdown.splitlines()
             if line.startswith("| t0")}
+    # By pass rate over the 4 episodes: t010 0/4 → 4/4, t031 1/4 → 2/4, t000 4/4 → 3/4.
     assert rows["t010"].endswith("| improved | flagged: code, exact |")
-    assert rows["t031"].endswith("| both pass | flagged: minhash |")
-    assert rows["t000"].endswith("| both pass |  |")
+    assert rows["t031"].endswith("| 1/4 | 2/4 | +25.0 | improved | flagged: minhash |")
+    assert rows["t000"].endswith("| 4/4 | 3/4 | -25.0 | regressed |  |")
     assert "task(s) marked \"flagged\" in the contamination column" in markdown
 
     html = written["report.html"].read_text()

@@ -22,7 +22,9 @@ from heldout.custody.keys import KEY_ENV, CustodyConfig, TestKey, TestKeyError, 
 from heldout.custody.keys import sealing_key as public_key_for
 from heldout.custody.ledger import read_ledger
 from heldout.custody.seal import SealBrokenError, WrongKeyError, seal, sealed_for, unseal
-from stages import catalog, select, split
+from heldout.errors import ParamsError
+from stages import catalog, decontaminate, select, split
+from stages import report as report_stage
 from stages import test as test_stage
 from tests.conftest import TEST_KEY_HEX
 from tests.test_lock import audit_of, set_params
@@ -144,7 +146,10 @@ def test_test_completions_never_sit_in_plain_text(project: Path):
         stored = [row for (row,) in db.execute("SELECT row FROM episodes")]
     in_plain = [c for c in completions if any(json.dumps(c)[1:-1] in row for row in stored)]
     assert in_plain == []
-    assert sum(row.startswith("sealed:") for row in stored) == len(episodes)
+    reruns = json.loads((project / catalog.RERUNS).read_text())["runs"] - 1
+    base_episodes = int((episodes["checkpoint"] == "base").sum())
+    assert sum(row.startswith("sealed:") for row in stored) == len(episodes) + (
+        reruns * base_episodes), "every test episode, the noise floor's reruns included"
 
 
 def test_a_resumed_access_reads_its_sealed_episodes_back(project: Path, monkeypatch):
@@ -267,3 +272,27 @@ def test_heldout_key_shows_the_public_half_and_never_the_secret(monkeypatch):
                         f"key {OTHER_KEY.public.hex()}")
     assert "older (verifies ledger lines only)" in lines[1]
     assert "22" * 32 not in shown.stdout and TEST_KEY_HEX not in shown.stdout
+
+
+# --- the noise floor, inside the access ------------------------------------------------------
+
+
+def test_the_base_reruns_under_new_seeds_inside_the_one_access(project: Path):
+    access = test_stage.run(project)
+    reruns = json.loads((project / catalog.RERUNS).read_text())
+    base = pd.read_parquet(project / catalog.test_rollout_file("base"))
+    assert (reruns["arm"], reruns["checkpoint"], reruns["runs"]) == ("base", "base", 3)
+    assert reruns["pass_at_1"][0] == pytest.approx(base.groupby("task_id")["passed"].mean().mean())
+    assert len(set(reruns["pass_at_1"])) > 1, "new seeds, new outcomes"
+    assert outcomes(project) == ["opened", "closed"]
+    assert access["accesses_of_this_test_version"] == 1
+    decontaminate.run(project)  # the report reads what decontamination flagged
+    floor = report_stage.run(project)["headline"]["noise_floor"]
+    assert floor["n_runs"] == 3 and floor["floor"] > 0
+
+
+def test_two_runs_are_not_a_noise_floor(project: Path):
+    set_params(project, "reruns", runs=2)
+    with pytest.raises(ParamsError, match=r"reruns.runs: .*0 \(no noise floor\) or at least 3"):
+        test_stage.run(project)
+    assert outcomes(project) == []

@@ -59,14 +59,15 @@ def agent_context(harness: Harness, root: Path) -> AgentContext:
 def roll_out(
     root: Path, label: str, settings: dict[str, Any], tasks: list[Task], harness: Harness,
     config: RolloutsConfig, observer: EpisodeObserver, execute: ChunkExecutor | None = None,
-    sealing_key: bytes | None = None,
+    sealing_key: bytes | None = None, rerun: int = 0,
 ) -> list[dict]:
     """Every episode of one agent on these tasks, resumed from the cache where it can be, the
     rest run in chunks by `execute` (default: rollouts.concurrency threads of this process).
-    With `sealing_key`, the cache keeps these episodes encrypted (heldout.episodes.cache)."""
+    With `sealing_key`, the cache keeps these episodes encrypted (heldout.episodes.cache);
+    `rerun` > 0 draws every episode's seed anew (heldout.episodes.seeds), for the noise floor."""
     work = EpisodeWork(label, settings, agent_context(harness, root), harness)
     make_agent(label, settings, work.context)  # bad settings fail here, before any chunk ships
-    episodes = plan_episodes(tasks, harness)
+    episodes = plan_episodes(tasks, harness, rerun)
     cache = EpisodeCache(root / config.cache, sealing_key)
     observer.start(len(episodes))
     try:

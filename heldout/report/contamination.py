@@ -46,7 +46,9 @@ def contamination_section(
     arms: PerArm[Arm],
     found: Decontamination,
     *,
+    groups: Mapping[str, str] | None,
     rerun_scores: Sequence[float] | None,
+    mismatch: str | None,
     seed: int,
 ) -> Contamination:
     """Flagged ids among the compared tasks are marked and left out of a second estimate;
@@ -62,11 +64,11 @@ def contamination_section(
     keep = ~task_ids.isin(sorted(scored))
     without = None
     if scored and keep.any():
-        estimates = headline_estimates(arms.map(lambda arm: _only(arm, keep)),
-                                       rerun_scores=rerun_scores, seed=seed)
+        estimates = headline_estimates(arms.map(lambda arm: _only(arm, keep)), groups=groups,
+                                       rerun_scores=rerun_scores, mismatch=mismatch, seed=seed)
         without = WithoutFlagged(
             tasks=int(keep.sum()),
-            pass_at_1=estimates.summaries.map(lambda summary: summary.pass_at_1),
+            pass_at_1=estimates.pass_at_1,
             difference=estimates.decision.difference,
             verdict=estimates.decision.verdict,
         )

@@ -21,7 +21,11 @@ from heldout.report.beneath import beneath_section
 from heldout.report.contamination import Decontamination, contamination_section
 from heldout.report.curves import curve
 from heldout.report.estimates import headline_estimates
-from heldout.report.formatting import interval_points, percent, points, short_fingerprint
+from heldout.report.formatting import (
+    percent,
+    points,
+    short_fingerprint,
+)
 from heldout.report.inputs import Arm, pair_arms
 from heldout.report.power import paired_sd, power_section
 from heldout.report.protocol import ProtocolCard, protocol_copy, protocol_warnings
@@ -38,52 +42,21 @@ from heldout.report.sections import (
     TaskFlip,
     Tasks,
 )
+from heldout.report.verdict_words import reason_words, rule_words, support_words
 from heldout.statistics.counts import default_ks
 from heldout.statistics.decision import (
     BETTER,
-    CONFIDENCE,
-    INTERVAL_INCLUDES_ZERO,
-    NO_DIFFERENCE,
-    WITHIN_NOISE_FLOOR,
+    NOT_DECIDABLE,
     WORSE,
     Decision,
 )
 from heldout.statistics.estimators import pass_at_k, pass_hat_k
 from heldout.statistics.summary import CountsSummary
 
-SCHEMA = "heldout.report/1"
+SCHEMA = "heldout.report/2"  # /2: the verdict rule of issue 15 (test, support, gates)
 
 # --------------------------------------------------------------------------------------------
 # The headline: the decision, worded
-
-
-def _rule_words(decision: Decision) -> str:
-    floor = decision.floor
-    return (
-        f'"better" or "worse" only when the {CONFIDENCE:.0%} paired task-bootstrap interval '
-        "of the difference excludes 0"
-        + (
-            f" and the difference clears the noise floor of {100 * floor.floor:.1f} points "
-            f"(from {floor.n_runs} reruns)"
-            if floor
-            else " (no reruns were given, so no noise floor applies)"
-        )
-        + '; otherwise "no difference detected"'
-    )
-
-
-def _reason_words(decision: Decision) -> str:
-    """Why the verdict is what it is: the first gate that fired, or every gate passed."""
-    difference, floor = decision.difference, decision.floor
-    shown = f"{interval_points(difference.low, difference.high)} points"
-    first_gate = next(iter(decision.gates), None)
-    if first_gate == INTERVAL_INCLUDES_ZERO:
-        return f"the interval {shown} includes 0"
-    if first_gate == WITHIN_NOISE_FLOOR:
-        return (f"the interval {shown} excludes 0, but {points(difference.estimate)} points "
-                f"is within the noise floor of {100 * floor.floor:.1f}")
-    return f"the interval {shown} excludes 0" + (
-        f" and {points(difference.estimate)} points clears the noise floor" if floor else "")
 
 
 def _exact_bound_notes(
@@ -92,14 +65,14 @@ def _exact_bound_notes(
     """Say so wherever the zero-width bootstrap interval was replaced by an exact bound."""
     notes = []
     for arm, summary in zip(arms, summaries, strict=True):
-        if summary.pass_at_1.method == "clopper-pearson":
+        if summary.pass_at_1.method.startswith("clopper-pearson"):
             outcome = "passed" if summary.pass_at_1.estimate == 1 else "failed"
             notes.append(
                 f"Every episode of every task {outcome} for {arm.name}: a bootstrap over tasks "
                 "would give a zero-width interval, so its pass@1 interval is the exact "
                 "Clopper-Pearson bound."
             )
-    if decision.difference.method == "clopper-pearson":
+    if decision.difference.method.startswith("clopper-pearson"):
         notes.append(
             f"Every task has the same difference ({points(decision.difference.estimate)} "
             "points) in both arms: a bootstrap over tasks would give a zero-width interval, so "
@@ -145,12 +118,13 @@ def _context_notes(names: PerArm[str], tasks: Tasks, beneath: Beneath) -> list[s
 def _flips(
     arms: PerArm[Arm], groups: Mapping[str, str] | None, contamination: Contamination | None
 ) -> Flips:
+    """Per task, by the pass rates over every episode: the unit the verdict decides on."""
     base, candidate = arms
     flip = np.select(
-        [base.at_sample & ~candidate.at_sample, ~base.at_sample & candidate.at_sample,
-         base.at_sample & candidate.at_sample],
-        ["regressed", "improved", "both pass"],
-        "both fail",
+        [candidate.rates > base.rates, candidate.rates < base.rates,
+         (base.rates == 1) & (candidate.rates == 1), (base.rates == 0) & (candidate.rates == 0)],
+        ["improved", "regressed", "both pass", "both fail"],
+        "tied",
     )
     flagged = {task.task_id for task in contamination.flagged} if contamination else None
     rows = [
@@ -175,6 +149,7 @@ def _flips(
         both_pass=len(ids.get("both pass", [])),
         both_fail=len(ids.get("both fail", [])),
         tasks=rows,
+        tied=len(ids.get("tied", [])),
     )
 
 
@@ -239,16 +214,22 @@ class Report:
                         f"{role}_all_fail_fraction": outcomes.all_fail_fraction,
                         f"{role}_failure_capable": outcomes.failure_capable,
                         f"{role}_dropped_tasks": dropped.count}
-        difference, test = self.headline.decision.difference, self.headline.decision.test
+        decision = self.headline.decision
+        difference, test, mcnemar = decision.difference, decision.test, decision.mcnemar
         metrics |= {
             "difference": difference.estimate,
             "difference_low": difference.low,
             "difference_high": difference.high,
-            "mcnemar_b": test.b,
-            "mcnemar_c": test.c,
-            "mcnemar_p": test.pvalue,
-            "mcnemar_midp": test.midp,
-            "verdict": {BETTER: 1, WORSE: -1, NO_DIFFERENCE: 0}[self.verdict],
+            "test_p": test.p_value,
+            "mcnemar_b": mcnemar.b,
+            "mcnemar_c": mcnemar.c,
+            "mcnemar_p": mcnemar.pvalue,
+            "mcnemar_midp": mcnemar.midp,
+            # 1 better, -1 worse, 0 no difference detected; `decidable` 0 when a gate voided it.
+            "verdict": {BETTER: 1, WORSE: -1}.get(self.verdict, 0),
+            "decidable": int(not self.verdict.startswith(NOT_DECIDABLE)),
+            "groups": decision.support.groups,
+            "tied": self.flips.tied,
             "improved": len(self.flips.improved),
             "regressed": len(self.flips.regressed),
             "both_pass": self.flips.both_pass,
@@ -256,6 +237,8 @@ class Report:
         }
         if self.power.mde is not None:
             metrics["mde"] = self.power.mde
+        if decision.floor is not None:
+            metrics["noise_floor"] = decision.floor.floor
         if self.contamination is not None:
             metrics |= _contamination_metrics(self.contamination)
         # Six significant digits, not decimals: a p-value of 1e-9 must not print as 0.
@@ -339,10 +322,15 @@ def build_report(
     arms, harness = paired.arms, paired.harness
     names = arms.map(lambda arm: arm.name)
     ks = default_ks(min(int(arm.counts["n"].min()) for arm in arms))
-    estimates = headline_estimates(arms, rerun_scores=rerun_scores, seed=seed)
+    mismatch = None if harness.match else (
+        "the arms ran under different harnesses, so part of any difference may be the "
+        "harness's")
+    estimates = headline_estimates(arms, groups=groups, rerun_scores=rerun_scores,
+                                   mismatch=mismatch, seed=seed)
     summaries, decision = estimates.summaries, estimates.decision
     contamination = None if decontamination is None else contamination_section(
-        arms, decontamination, rerun_scores=rerun_scores, seed=seed)
+        arms, decontamination, groups=groups, rerun_scores=rerun_scores, mismatch=mismatch,
+        seed=seed)
     flips = _flips(arms, groups, contamination)
     beneath = beneath_section(arms, summaries, flips.tasks)
     warnings = [] if harness.match else [_mismatch_note(harness, names)]
@@ -351,14 +339,15 @@ def build_report(
                                       [*harness.fingerprints.base, *harness.fingerprints.candidate])
     sd = paired_sd(arms)
     headline = Headline(
-        pass_at_1=summaries.map(lambda summary: summary.pass_at_1),
+        pass_at_1=estimates.pass_at_1,
         decision=decision,
         standard_error=sd / math.sqrt(len(arms.base.rates)) if sd is not None else None,
         sample=sample,
-        rule=_rule_words(decision),
-        reason=_reason_words(decision),
+        rule=rule_words(decision),
+        reason=reason_words(decision),
         warnings=warnings,
-        notes=(_exact_bound_notes(arms, summaries, decision)
+        notes=([support_words(decision, protocol_card)]
+               + _exact_bound_notes(arms, summaries, decision)
                + _context_notes(names, paired.tasks, beneath)),
     )
     return Report(
@@ -369,7 +358,7 @@ def build_report(
         flips=flips,
         pass_at_k=curve(arms, pass_at_k, ks, seed),
         pass_hat_k=curve(arms, pass_hat_k, ks, seed),
-        power=power_section(arms, decision, sample),
+        power=power_section(arms, decision),
         beneath=beneath,
         protocol=protocol_card,
         contamination=contamination,

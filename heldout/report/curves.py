@@ -12,19 +12,21 @@ import numpy as np
 
 from heldout.report.inputs import Arm
 from heldout.report.sections import Crossing, Curve, CurvePoint, DifferencePoint, PerArm
-from heldout.statistics.intervals import task_bootstrap_ci
+from heldout.statistics.intervals import Interval, task_bootstrap_ci
 from heldout.statistics.paired_tests import paired_bootstrap
 
 
-def _leader(difference: float, names: PerArm[str]) -> str | None:
-    """The arm ahead; none where the curves meet (both at 1, say) up to rounding."""
-    if abs(difference) <= 1e-12:
+def _leader(difference: Interval, names: PerArm[str]) -> str | None:
+    """The arm ahead where the paired interval excludes 0; none where it includes 0, so a
+    "crossing" is never read off point estimates alone."""
+    if difference.low <= 0 <= difference.high or abs(difference.estimate) <= 1e-12:
         return None
-    return names.candidate if difference > 0 else names.base
+    return names.candidate if difference.estimate > 0 else names.base
 
 
 def _crossings(differences: list[DifferencePoint]) -> list[Crossing]:
-    """Where the leader changes between consecutive k at which one arm leads."""
+    """Where the leader changes between consecutive k at which one arm leads beyond its
+    interval."""
     led = [point for point in differences if point.leader is not None]
     return [
         Crossing(before.k, after.k, before.leader, after.leader)
@@ -49,5 +51,5 @@ def curve(
     for column, k in enumerate(ks):
         difference = paired_bootstrap(per_task.candidate[:, column], per_task.base[:, column],
                                       seed=seed)
-        differences.append(DifferencePoint(k, difference, _leader(difference.estimate, names)))
+        differences.append(DifferencePoint(k, difference, _leader(difference, names)))
     return Curve(bands, differences, _crossings(differences))

@@ -93,7 +93,8 @@ def _headline(report: Report) -> Section:
     names, headline = report.names, report.headline
     base, candidate = names
     test_version = ((report.protocol or {}).get("split") or {}).get("test_version")
-    difference, test = headline.decision.difference, headline.decision.test
+    difference, test = headline.decision.difference, headline.decision.mcnemar
+    deciding = headline.decision.test
     standard_error = headline.standard_error
     arm_rows = [
         [name, percent(interval.estimate), interval_percent(interval.low, interval.high),
@@ -104,7 +105,7 @@ def _headline(report: Report) -> Section:
         f"difference ({candidate} − {base})",
         f"{points(difference.estimate)} points",
         interval_points(difference.low, difference.high),
-        "paired " + _method(difference.method)
+        ("" if "paired" in difference.method else "paired ") + _method(difference.method)
         + (f", SE {100 * standard_error:.1f} points" if standard_error is not None else ""),
     ]
     blocks: list[Block] = [
@@ -116,9 +117,16 @@ def _headline(report: Report) -> Section:
         *(Paragraph(text, "warning") for text in headline.warnings),
         Table(["", "pass@1", "95% interval", "method"], [*arm_rows, difference_row]),
         Paragraph(
-            f"Exact McNemar test on sample {headline.sample}: b = {test.b} ({base} "
-            f"passes, {candidate} fails), c = {test.c} ({candidate} passes, {base} "
-            f"fails); two-sided p = {pvalue(test.pvalue)}, mid-p = {pvalue(test.midp)}."
+            f"Paired test (decides): {deciding.method} on the per-task differences of pass "
+            f"rates over every episode, {deciding.nonzero_units} of {deciding.units} "
+            f"{'groups' if 'group' in deciding.method else 'tasks'} differing; two-sided p = "
+            f"{pvalue(deciding.p_value)}."
+        ),
+        Paragraph(
+            f"Exact McNemar test on sample {headline.sample} (the classic paired test on one "
+            f"episode per task; reported, not deciding): b = {test.b} ({base} passes, "
+            f"{candidate} fails), c = {test.c} ({candidate} passes, {base} fails); two-sided "
+            f"p = {pvalue(test.pvalue)}, mid-p = {pvalue(test.midp)}."
         ),
         Paragraph(f"Verdict: {report.verdict}: {headline.reason}.", "verdict"),
         *(Paragraph(text, tone) for text, tone in contamination_words(
@@ -138,20 +146,20 @@ def _contamination_cells(contamination: Contamination | None) -> dict[str, str]:
 
 
 def _method(method: str) -> str:
+    """The method's name for a reader: the older internal names spelt out, the rest as given."""
     return {
         "bootstrap-indices": "task bootstrap",
         "bootstrap-multinomial": "task bootstrap",
         "clopper-pearson": "exact Clopper-Pearson bound",
-        "constant": "constant",
-    }[method]
+    }.get(method, method)
 
 
 def _flips(report: Report, figures: Collection[str]) -> Section:
-    names, flips, sample = report.names, report.flips, report.headline.sample
+    names, flips = report.names, report.flips
     with_groups = any(row.group is not None for row in flips.tasks)
     contaminated = _contamination_cells(report.contamination)
     header = ["task", *(["group"] if with_groups else []), f"{names.base} c/n",
-              f"{names.candidate} c/n", "difference (points)", f"at sample {sample}",
+              f"{names.candidate} c/n", "difference (points)", "by pass rate",
               *(["contamination"] if contaminated else [])]
     rows = [
         [row.task_id, *([str(row.group)] if with_groups else []),
@@ -162,12 +170,13 @@ def _flips(report: Report, figures: Collection[str]) -> Section:
     ]
     blocks: list[Block] = [
         Paragraph(
-            f"At sample {sample}: {len(flips.improved)} improved, {len(flips.regressed)} "
-            f"regressed, {flips.both_pass} pass in both, {flips.both_fail} fail in both."
+            f"By pass rate over every episode: {len(flips.improved)} improved, "
+            f"{len(flips.regressed)} regressed, {flips.both_pass} pass in both, "
+            f"{flips.both_fail} fail in both, {flips.tied} tied in between."
         ),
-        Paragraph(f"Improved ({names.base} fails, {names.candidate} passes): "
+        Paragraph(f"Improved ({names.candidate} passes more often than {names.base}): "
                   f"{id_list(flips.improved)}."),
-        Paragraph(f"Regressed ({names.base} passes, {names.candidate} fails): "
+        Paragraph(f"Regressed ({names.base} passes more often than {names.candidate}): "
                   f"{id_list(flips.regressed)}."),
     ]
     if "forest" in figures:
@@ -201,16 +210,20 @@ def _crossing_text(curve: Curve, label: str) -> str:
     if not curve.crossings:
         leaders = {point.leader for point in curve.difference} - {None}
         who = f"{leaders.pop()} is ahead or level" if leaders else "the arms are level"
-        return f"The {label} curves do not cross: {who} at every k."
+        return (f"The {label} curves do not cross beyond their intervals: {who} at every k "
+                "(ahead only where the paired interval excludes 0).")
     described = "; ".join(
         f"{c.leader_before} leads up to k = {c.after_k}, {c.leader_after} from k = {c.by_k}"
         for c in curve.crossings
     )
-    return f"The {label} curves cross: {described}."
+    return f"The {label} curves cross (where the paired intervals exclude 0): {described}."
 
 
 def _curves(report: Report, figures: Collection[str]) -> Section:
-    blocks: list[Block] = []
+    blocks: list[Block] = [Paragraph(
+        "Secondary: pass@1 is the one comparison fixed in advance. These curves carry one "
+        "interval per k on each side, with no correction for multiplicity, so some will "
+        "exclude 0 by chance; read them as description, not as findings.", "note")]
     if "pass_k" in figures:
         blocks.append(Figure("pass_k", "pass@k and pass^k for both arms; bands are 95% "
                                        "task-bootstrap intervals."))

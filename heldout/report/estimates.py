@@ -5,27 +5,48 @@ ones flagged as contaminated) goes through here, so the numbers are comparable b
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from heldout.report.inputs import Arm
 from heldout.report.sections import PerArm
+from heldout.statistics.bca import arm_interval
 from heldout.statistics.decision import Decision, decide
+from heldout.statistics.intervals import Interval
 from heldout.statistics.summary import CountsSummary, summarize_counts
 
 
 @dataclass(frozen=True)
 class HeadlineEstimates:
-    summaries: PerArm[CountsSummary]  # pass@1 with its interval, and the design effect
+    summaries: PerArm[CountsSummary]  # per-arm counts summarized, with the design effect
+    pass_at_1: PerArm[Interval]  # each arm's pass@1, monotone and exact-bounded at the edges
     decision: Decision
 
 
 def headline_estimates(
-    arms: PerArm[Arm], *, rerun_scores: Sequence[float] | None, seed: int
+    arms: PerArm[Arm], *, groups: Mapping[str, str] | None,
+    rerun_scores: Sequence[float] | None, mismatch: str | None, seed: int
 ) -> HeadlineEstimates:
     summaries = arms.map(lambda arm: summarize_counts(
         arm.counts["c"].to_numpy(), arm.counts["n"].to_numpy(), [1], seed=seed))
-    decision = decide(arms.base.rates, arms.candidate.rates, base_passed=arms.base.at_sample,
-                      candidate_passed=arms.candidate.at_sample, rerun_scores=rerun_scores,
-                      seed=seed)
-    return HeadlineEstimates(summaries, decision)
+    tasks = list(arms.base.counts.index)
+    labels = (np.array([groups.get(task, task) for task in tasks])
+              if groups is not None else None)
+    pass_at_1 = arms.map(lambda arm: arm_interval(
+        arm.rates, n_episodes=arm.counts["n"].to_numpy(), groups=labels, seed=seed))
+    episodes = arms.map(lambda arm: int(arm.counts["n"].min()))
+    if mismatch is None and arms.base.counts["n"].tolist() != arms.candidate.counts["n"].tolist():
+        mismatch = (f"the arms ran different numbers of episodes per task ({episodes.base} and "
+                    f"{episodes.candidate} at the fewest): compare at one n")
+    decision = decide(
+        arms.base.rates, arms.candidate.rates, n_episodes=min(episodes),
+        base_passed=arms.base.at_sample, candidate_passed=arms.candidate.at_sample,
+        groups=labels, truncation=tuple(truncation_rate(arm) for arm in arms),
+        rerun_scores=rerun_scores, mismatch=mismatch, seed=seed)
+    return HeadlineEstimates(summaries, pass_at_1, decision)
+
+
+def truncation_rate(arm: Arm) -> float:
+    return float(arm.counts["truncations"].sum() / arm.counts["n"].sum())

@@ -84,7 +84,7 @@ def forest_figure(report: Report) -> bytes:
                   if row.flip == flip]
         if chosen:
             axes.scatter([x for _, x in chosen], [y for y, _ in chosen], s=14, color=color,
-                         label=f"{flip} at sample {report.headline.sample}", zorder=3)
+                         label=f"{flip} (pass rate over every episode)", zorder=3)
     if labelled:
         axes.set_yticks(positions, [row.task_id + (" (flagged)" if row.flagged else "")
                                     for row in rows], fontsize=7)

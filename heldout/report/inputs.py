@@ -13,7 +13,7 @@ from heldout.episodes.rows import STATUSES
 from heldout.errors import HeldoutError
 from heldout.report.formatting import short_fingerprint
 from heldout.report.sections import ROLES, Dropped, EpisodeSpan, Harness, PerArm, Tasks
-from heldout.statistics.counts import IncomparableRolloutsError, per_task_counts
+from heldout.statistics.counts import IncomparableRolloutsError, pass_at_1, per_task_counts
 
 REQUIRED_COLUMNS = ("task_id", "sample", "harness", "passed", "status")
 
@@ -181,3 +181,18 @@ def pair_arms(
         for name, table_counts, table in zip(arm_names, counts, tables, strict=True)
     )
     return PairedArms(PerArm(*arms), tasks, harness)
+
+
+def rerun_scores(first: pd.DataFrame, reruns: list[pd.DataFrame]) -> list[float] | None:
+    """pass@1 of a run and its reruns, for the noise floor; None without reruns. Reruns of
+    other tasks than the run's would measure the task set, not the seeds: refused."""
+    if not reruns:
+        return None
+    tasks = set(first["task_id"])
+    for number, table in enumerate(reruns, start=1):
+        if set(table["task_id"]) != tasks:
+            raise ReportInputError(
+                f"rerun {number} holds other tasks than the base's rollouts "
+                f"({len(set(table['task_id']) ^ tasks)} differ): a rerun is the same tasks "
+                "under new seeds")
+    return [pass_at_1(table) for table in (first, *reruns)]

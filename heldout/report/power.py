@@ -7,13 +7,12 @@ from __future__ import annotations
 from heldout.report.formatting import points, pvalue
 from heldout.report.inputs import Arm
 from heldout.report.sections import PerArm, Power
-from heldout.statistics.decision import NO_DIFFERENCE, Decision
+from heldout.statistics.decision import ALPHA, NO_DIFFERENCE, POWER, Decision
 from heldout.statistics.paired_tests import mcnemar_exact
 from heldout.statistics.power import mde, required_tasks
 
-POWER, ALPHA = 0.8, 0.05
-# McNemar's test is usually trusted from 10 discordant pairs on; with 5 or fewer the exact
-# test cannot reach p < 0.05 whichever way they fall (2·0.5^5 = 0.0625).
+# A paired test is usually trusted from 10 differing pairs on; with 5 or fewer the exact test
+# cannot reach p < 0.05 whichever way they fall (2·0.5^5 = 0.0625).
 FEW_DISCORDANT = 10
 
 
@@ -23,7 +22,7 @@ def paired_sd(arms: PerArm[Arm]) -> float | None:
     return float(per_task.std(ddof=1)) if per_task.size > 1 else None
 
 
-def power_section(arms: PerArm[Arm], decision: Decision, sample: int) -> Power:
+def power_section(arms: PerArm[Arm], decision: Decision) -> Power:
     tasks = len(arms.base.rates)
     effect = decision.difference.estimate
     sd = paired_sd(arms) or 0.0
@@ -35,13 +34,15 @@ def power_section(arms: PerArm[Arm], decision: Decision, sample: int) -> Power:
             "Every task has the same difference, so the paired standard deviation is 0 and "
             "power cannot be estimated from these tasks."
         )
-    discordant = decision.test.n_discordant
+    # The deciding test flips the signs of the tasks (or groups) that differ at all: with m
+    # of them its smallest reachable p is 2·0.5^m, McNemar's with m discordant pairs.
+    discordant = decision.test.nonzero_units
     if discordant < FEW_DISCORDANT:
         smallest_p = mcnemar_exact(0, discordant).pvalue
         warnings.append(
-            f"Underpowered: only {discordant} task(s) disagree at sample {sample} (fewer than "
-            f"{FEW_DISCORDANT}); the smallest p-value the exact test can reach with "
-            f"{discordant} is {pvalue(smallest_p)}."
+            f"Underpowered: only {discordant} task(s) or group(s) differ at all between the "
+            f"arms (fewer than {FEW_DISCORDANT}); the smallest p-value the paired test can "
+            f"reach with {discordant} is {pvalue(smallest_p)}."
         )
     below_mde = detectable is not None and abs(effect) < detectable
     if below_mde and decision.verdict == NO_DIFFERENCE:

@@ -9,9 +9,9 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Generic, Self, TypeVar
 
-from heldout.statistics.decision import Decision
+from heldout.statistics.decision import Decision, Support
 from heldout.statistics.intervals import Interval
-from heldout.statistics.paired_tests import McNemarResult
+from heldout.statistics.paired_tests import McNemarResult, PermutationTest
 from heldout.statistics.power import DesignEffect, NoiseFloor
 
 ROLES = ("base", "candidate")
@@ -131,8 +131,13 @@ class Headline:
             "pass_at_1": self.pass_at_1.to_json(Interval.to_json),
             "difference": {**decision.difference.to_json(),
                            "standard_error": self.standard_error},
-            "mcnemar": {"sample": self.sample, **asdict(decision.test)},
+            "test": asdict(decision.test),
+            "mcnemar": {"sample": self.sample, **asdict(decision.mcnemar)},
             "noise_floor": None if decision.floor is None else asdict(decision.floor),
+            "support": {**asdict(decision.support),  # a list, as JSON reads it back
+                        "truncation": list(decision.support.truncation)},
+            "mismatch": decision.mismatch,
+            "gates": [asdict(gate) for gate in decision.gates],
             "verdict": decision.verdict,
             "rule": self.rule,
             "reason": self.reason,
@@ -142,10 +147,13 @@ class Headline:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Headline:
-        test = {key: value for key, value in data["mcnemar"].items() if key != "sample"}
-        floor = data["noise_floor"]
-        decision = Decision(Interval.from_json(data["difference"]), McNemarResult(**test),
-                            None if floor is None else NoiseFloor(**floor))
+        mcnemar = {key: value for key, value in data["mcnemar"].items() if key != "sample"}
+        floor, support = data["noise_floor"], dict(data["support"])
+        support["truncation"] = tuple(support["truncation"])
+        decision = Decision(Interval.from_json(data["difference"]),
+                            PermutationTest(**data["test"]), McNemarResult(**mcnemar),
+                            None if floor is None else NoiseFloor(**floor), Support(**support),
+                            data["mismatch"])
         if decision.verdict != data["verdict"]:
             raise ValueError(f"headline: the verdict {data['verdict']!r} is not what the rule "
                              f"gives for its own numbers ({decision.verdict!r})")
@@ -163,7 +171,7 @@ class TaskFlip(_FlatRecord):
     candidate_c: int
     candidate_n: int
     difference: float  # candidate − base pass rate over all episodes
-    flip: str  # at the exact test's sample: improved | regressed | both pass | both fail
+    flip: str  # over every episode: improved | regressed | both pass | both fail | tied
     # A training corpus holds a copy of this task (Contamination); None when the report was
     # given no decontamination to check against, as in report.json files from before it was.
     flagged: bool | None = None
@@ -171,13 +179,15 @@ class TaskFlip(_FlatRecord):
 
 @dataclass(frozen=True)
 class Flips:
-    """Tasks by what happened at the exact test's sample: ids of the improved and regressed."""
+    """Tasks by their pass rates over every episode (with one episode per task, the outcome at
+    the exact test's sample): ids of the improved and regressed, counts of the rest."""
 
     improved: list[str]
     regressed: list[str]
     both_pass: int
     both_fail: int
     tasks: list[TaskFlip]  # most improved first
+    tied: int = 0  # the same rate in both arms, strictly between 0 and 1
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -185,7 +195,7 @@ class Flips:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Flips:
         return cls(data["improved"], data["regressed"], data["both_pass"], data["both_fail"],
-                   [TaskFlip.from_json(row) for row in data["tasks"]])
+                   [TaskFlip.from_json(row) for row in data["tasks"]], data.get("tied", 0))
 
 
 # --------------------------------------------------------------------------------------------

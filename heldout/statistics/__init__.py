@@ -9,7 +9,9 @@ cites its sources in its docstrings.
 
 - estimators: pass@k and pass^k per task
 - intervals: Interval, Wilson and Clopper-Pearson intervals, the task bootstrap
-- paired_tests: the paired bootstrap of a difference, the exact McNemar test
+- bca: BCa intervals over tasks or groups (the cluster bootstrap), one arm's pass@1 interval
+- paired_tests: the sign-flip permutation test (over tasks or groups), Newcombe's paired score
+  interval, the paired bootstrap of a difference, the exact McNemar test
 - power: design effect, minimum detectable effect, tasks required, noise floor of reruns
 - summary: one version's per-task counts summarized
 - decision: the verdict on a candidate against its base, and the gates it must pass
@@ -18,6 +20,7 @@ cites its sources in its docstrings.
 The names below are the statistics API (also importable from heldout.stats, its former home).
 """
 
+from heldout.statistics.bca import arm_interval, bca_interval
 from heldout.statistics.estimators import pass_at_k, pass_hat_k
 from heldout.statistics.intervals import (
     Interval,
@@ -26,7 +29,14 @@ from heldout.statistics.intervals import (
     task_bootstrap_se,
     wilson_interval,
 )
-from heldout.statistics.paired_tests import McNemarResult, mcnemar_exact, paired_bootstrap
+from heldout.statistics.paired_tests import (
+    McNemarResult,
+    PermutationTest,
+    mcnemar_exact,
+    paired_bootstrap,
+    paired_permutation_test,
+    paired_score_interval,
+)
 from heldout.statistics.power import (
     DesignEffect,
     NoiseFloor,
@@ -43,12 +53,17 @@ __all__ = [
     "Interval",
     "McNemarResult",
     "NoiseFloor",
+    "PermutationTest",
+    "arm_interval",
+    "bca_interval",
     "clopper_pearson_interval",
     "design_effect",
     "mcnemar_exact",
     "mde",
     "noise_floor",
     "paired_bootstrap",
+    "paired_permutation_test",
+    "paired_score_interval",
     "pass_at_k",
     "pass_hat_k",
     "required_tasks",

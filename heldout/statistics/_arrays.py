@@ -22,6 +22,10 @@ def whole_numbers(name: str, value: ArrayLike) -> np.ndarray:
     bad = np.flatnonzero(~(np.isfinite(flat) & (flat == np.round(flat))))
     if bad.size:
         raise ValueError(f"{name} must hold whole numbers; element {bad[0]} is {flat[bad[0]]}")
+    # A float or uint64 beyond the int64 range would wrap in astype, silently.
+    huge = np.flatnonzero(np.abs(flat.astype(float)) >= 2.0**63)
+    if huge.size:
+        raise ValueError(f"{name} must fit a 64-bit integer; element {huge[0]} is {flat[huge[0]]}")
     return array.astype(np.int64)
 
 
@@ -61,3 +65,23 @@ def scalar_or_array(array: np.ndarray) -> float | np.ndarray:
 def chunk_sizes(total: int, per_chunk: int) -> Iterator[int]:
     for start in range(0, total, per_chunk):
         yield min(per_chunk, total - start)
+
+
+def group_codes(groups: ArrayLike, n_tasks: int) -> tuple[np.ndarray, int]:
+    """Per task, the index 0 … G − 1 of its group label (in order of first appearance), and G.
+
+    Labels may be any hashable values (split keys are strings, ids or tuples), which is why
+    this walks them in Python rather than sorting them with np.unique: mixed or None labels
+    cannot be sorted. One label per task.
+    """
+    labels = list(groups) if not isinstance(groups, np.ndarray) else groups.tolist()
+    if len(labels) != n_tasks:
+        raise ValueError(f"groups must hold one label per task: got {len(labels)} labels "
+                         f"for {n_tasks} tasks")
+    index: dict = {}
+    try:
+        codes = np.fromiter((index.setdefault(label, len(index)) for label in labels),
+                            dtype=np.int64, count=n_tasks)
+    except TypeError as error:
+        raise ValueError(f"group labels must be hashable: {error}") from None
+    return codes, len(index)

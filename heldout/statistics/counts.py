@@ -40,6 +40,12 @@ def per_task_counts(rollouts: pd.DataFrame) -> pd.DataFrame:
     return _sum_per_task(table)
 
 
+def pass_at_1(rollouts: pd.DataFrame) -> float:
+    """The task average of per-task pass rates of one run (errored episodes are failures)."""
+    counts = per_task_counts(rollouts)
+    return float((counts["c"] / counts["n"]).mean())
+
+
 def combine_counts(parts: Iterable[pd.DataFrame]) -> pd.DataFrame:
     """What per_task_counts of the concatenated rollouts gives, from per_task_counts of each
     part (a rollout file, say), so that all the episodes never have to be in memory at once.

@@ -1,12 +1,20 @@
 """The verdict on a candidate against its base, decided before a word of it is written.
 
-The rule, fixed before the test split is opened (DESIGN §5): "better" or "worse" only when the
-paired task-bootstrap interval of candidate − base at CONFIDENCE excludes 0 and, where reruns
-of one unchanged version measured a noise floor, the difference clears it; otherwise "no
-difference detected". Each condition is a gate; a gate fires when its condition fails, and any
-gate that fires holds the verdict at "no difference detected". The exact McNemar test of the
-tasks on which the arms disagree is reported beside the verdict, never as a gate: it sees one
-episode per task, the interval sees them all.
+The rule, fixed before the test split is opened (DESIGN §5), stated once and applied by the
+pipeline's report and `heldout compare` alike:
+
+"better" or "worse" only when (1) the paired test rejects at ALPHA, (2) the difference's
+interval at CONFIDENCE excludes 0, (3) the difference clears the noise floor where reruns
+measured one, and (4) no gate voids the comparison; otherwise "no difference detected", or
+"not decidable: …" naming the first gate that voided it.
+
+The test uses every episode: a sign-flip permutation test on the per-task differences of pass
+rates (over groups when the tasks come in groups); with one episode per task it is the exact
+McNemar test, which is also reported, as the classic test at one sample index. The interval is
+Newcombe's paired score interval with one episode per task and a BCa bootstrap over tasks (or
+groups) otherwise. The gates come from the evaluation literature the design cites (Miller 2024;
+Bowyer et al. 2025): too few tasks or groups to count on, a set too easy to show a difference,
+arms that did not run the same way.
 """
 
 from __future__ import annotations
@@ -16,76 +24,202 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
+from heldout.statistics.bca import bca_interval
 from heldout.statistics.intervals import Interval
-from heldout.statistics.paired_tests import McNemarResult, mcnemar_exact, paired_bootstrap
-from heldout.statistics.power import NoiseFloor, noise_floor
+from heldout.statistics.paired_tests import (
+    McNemarResult,
+    PermutationTest,
+    mcnemar_exact,
+    paired_permutation_test,
+    paired_score_interval,
+)
+from heldout.statistics.power import NoiseFloor, mde, noise_floor
 
 BETTER, WORSE, NO_DIFFERENCE = "better", "worse", "no difference detected"
-# Part of the rule, so not a parameter: a level chosen after seeing the data would be no rule.
+NOT_DECIDABLE = "not decidable"
+# Part of the rule, so not parameters: a level chosen after seeing the data would be no rule.
 CONFIDENCE = 0.95
-# The gates, in the order the rule checks them.
+ALPHA = 1 - CONFIDENCE
+POWER = 0.8
+MIN_UNITS = 30  # tasks, and groups: below this the interval's own coverage is not to be trusted
+MIN_FAILURE_CAPABLE = 50  # tasks some arm fails at least once: fewer cannot show a difference
+TRUNCATION_RATIO = 2.0
+TRUNCATION_FLOOR = 0.02  # a truncation rate below 2% is too rare to void anything
+
+# Gates that hold the verdict at "no difference detected", in the order the rule checks them.
+TEST_DOES_NOT_REJECT = "the paired test does not reject"
 INTERVAL_INCLUDES_ZERO = "interval includes 0"
 WITHIN_NOISE_FLOOR = "within the noise floor"
+# Gates that void the comparison ("not decidable").
+TOO_FEW_UNITS = "too few tasks or groups"
+HARDEN_THE_SET = "harden the set"
+TRUNCATION_IMBALANCE = "one arm truncated far more"
+NOT_COMPARABLE = "not comparable"
+
+
+@dataclass(frozen=True)
+class Gate:
+    name: str
+    message: str
+    voids: bool  # True: "not decidable"; False: the verdict holds at "no difference detected"
+
+
+@dataclass(frozen=True)
+class Support:
+    """What the verdict rests on, shown beside it."""
+
+    tasks: int
+    groups: int
+    episodes: int  # per task, the fewer of the two arms'
+    both_pass: int  # tasks both arms passed in every episode (ties)
+    both_fail: int  # tasks both arms failed in every episode (ties)
+    mde: float | None  # minimum detectable effect at ALPHA and POWER, from the paired sd over
+    # the test's units (tasks, or groups)
+    base_pass_at_1: float
+    truncation: tuple[float, float]  # (base, candidate) share of episodes truncated
+
+    @property
+    def failure_capable(self) -> int:
+        return self.tasks - self.both_pass
 
 
 @dataclass(frozen=True)
 class Decision:
     """What the verdict was decided from, and the verdict the rule gives for it.
 
-    difference: candidate − base, the mean over tasks of per-task pass rates, with its paired
-        task-bootstrap interval at CONFIDENCE.
-    test: the exact McNemar test at one sample index: b counts tasks only the base passed,
-        c tasks only the candidate passed.
-    floor: the noise floor from reruns of one unchanged version, or None without reruns.
+    difference: candidate − base, the mean over tasks of per-task pass rates, with its
+        interval at CONFIDENCE. test: the deciding paired test on every episode. mcnemar: the
+        exact McNemar test at one sample index (b: tasks only the base passed there, c: only
+        the candidate). floor: from reruns of one unchanged version, or None. support: the
+        tasks, groups, ties and power the verdict rests on. mismatch: why the arms are not
+        comparable (different harness or episodes per task), or None.
     """
 
     difference: Interval
-    test: McNemarResult
+    test: PermutationTest
+    mcnemar: McNemarResult
     floor: NoiseFloor | None
+    support: Support
+    mismatch: str | None = None
 
     @property
-    def gates(self) -> tuple[str, ...]:
-        """The gates that fired, in the order the rule checks them; none for better or worse."""
-        fired = []
-        if self.difference.low <= 0 <= self.difference.high:
-            fired.append(INTERVAL_INCLUDES_ZERO)
-        if self.floor is not None and abs(self.difference.estimate) < self.floor.floor:
-            fired.append(WITHIN_NOISE_FLOOR)
-        return tuple(fired)
+    def claim(self) -> str:
+        """better, worse or no difference by the statistics alone: the test, the interval and
+        the floor, before any gate that voids the comparison."""
+        if any(not gate.voids for gate in self.gates):
+            return NO_DIFFERENCE
+        return BETTER if self.difference.estimate > 0 else WORSE
+
+    @property
+    def gates(self) -> tuple[Gate, ...]:
+        """Every gate that fired, the voiding ones first, each in the rule's order."""
+        return (*self._voiding_gates(), *self._holding_gates())
 
     @property
     def verdict(self) -> str:
-        if self.gates:
-            return NO_DIFFERENCE
-        return BETTER if self.difference.estimate > 0 else WORSE
+        voided = next((gate for gate in self.gates if gate.voids), None)
+        if voided is not None:
+            return f"{NOT_DECIDABLE}: {voided.message}"
+        return self.claim
+
+    def _holding_gates(self) -> list[Gate]:
+        fired = []
+        if not self.test.rejects:
+            fired.append(Gate(TEST_DOES_NOT_REJECT, f"{self.test.method}: p = "
+                              f"{self.test.p_value:.3g} > {ALPHA:.2g}", False))
+        if self.difference.low <= 0 <= self.difference.high:
+            fired.append(Gate(INTERVAL_INCLUDES_ZERO, "the interval includes 0", False))
+        if self.floor is not None and abs(self.difference.estimate) < self.floor.floor:
+            fired.append(Gate(WITHIN_NOISE_FLOOR, f"the difference is within the noise floor "
+                              f"of {100 * self.floor.floor:.1f} points", False))
+        return fired
+
+    def _voiding_gates(self) -> list[Gate]:
+        support, fired = self.support, []
+        if self.mismatch:
+            fired.append(Gate(NOT_COMPARABLE, self.mismatch, True))
+        if min(support.tasks, support.groups) < MIN_UNITS:
+            fired.append(Gate(TOO_FEW_UNITS, (
+                f"{support.tasks} tasks in {support.groups} groups, fewer than {MIN_UNITS}: "
+                "add tasks, not episodes"), True))
+        ceiling = 1 - support.base_pass_at_1
+        if support.failure_capable < MIN_FAILURE_CAPABLE:
+            fired.append(Gate(HARDEN_THE_SET, (
+                f"only {support.failure_capable} tasks that either arm ever fails (fewer than "
+                f"{MIN_FAILURE_CAPABLE}): harden the set"), True))
+        elif support.mde is not None and ceiling < 2 * support.mde:
+            fired.append(Gate(HARDEN_THE_SET, (
+                f"the base leaves {100 * ceiling:.1f} points to gain, less than twice the "
+                f"minimum detectable effect ({100 * support.mde:.1f}): harden the set"), True))
+        base, candidate = support.truncation
+        for mine, theirs, arm in ((base, candidate, "base"), (candidate, base, "candidate")):
+            if mine > TRUNCATION_FLOOR and mine > TRUNCATION_RATIO * theirs:
+                fired.append(Gate(TRUNCATION_IMBALANCE, (
+                    f"the {arm} was truncated in {100 * mine:.1f}% of episodes, more than "
+                    f"twice the other arm's {100 * theirs:.1f}%: budgets, not skill, may "
+                    "decide the difference"), True))
+        return fired
 
 
 def decide(
     base: ArrayLike,
     candidate: ArrayLike,
     *,
+    n_episodes: int,
     base_passed: ArrayLike,
     candidate_passed: ArrayLike,
+    groups: ArrayLike | None = None,
+    truncation: tuple[float, float] = (0.0, 0.0),
     rerun_scores: ArrayLike | None = None,
+    mismatch: str | None = None,
     seed: int | None = 0,
 ) -> Decision:
     """Decide the candidate against the base on the same tasks, given in the same order.
 
-    base, candidate: per-task pass rates over all episodes (the interval's input).
+    base, candidate: per-task pass rates over all episodes, shape (N,). n_episodes: episodes
+    per task (the fewer of the two arms'); with 1 the interval is Newcombe's on the 2×2 table.
     base_passed, candidate_passed: per task, whether the episode at one fixed sample index
-    passed (the exact test's pairs). rerun_scores: pass@1 of ≥ 2 reruns of one unchanged
-    version, from which the noise floor is computed (heldout.statistics.power.noise_floor), or
-    None. `seed` seeds the bootstrap.
+    passed (McNemar's pairs). groups: one label per task (tasks of one repository, family or
+    template), or None for independent tasks. truncation: (base, candidate) share of episodes
+    cut short by a budget. rerun_scores: pass@1 of ≥ 2 runs of one unchanged version, for the
+    noise floor (heldout.statistics.power.noise_floor), or None. mismatch: why the arms are not
+    comparable, or None. `seed` seeds the resampling.
     """
+    base, candidate = np.asarray(base, dtype=float), np.asarray(candidate, dtype=float)
     base_passed = np.asarray(base_passed, dtype=bool)
     candidate_passed = np.asarray(candidate_passed, dtype=bool)
-    if base_passed.shape != candidate_passed.shape or base_passed.size != np.size(base):
+    if base.shape != candidate.shape or base_passed.shape != base.shape or \
+            candidate_passed.shape != base.shape:
         raise ValueError(
-            f"one outcome per task in each arm: got {base_passed.size} and "
-            f"{candidate_passed.size} outcomes for {np.size(base)} tasks"
-        )
-    difference = paired_bootstrap(candidate, base, CONFIDENCE, seed=seed)
-    test = mcnemar_exact(int(np.sum(base_passed & ~candidate_passed)),
-                         int(np.sum(~base_passed & candidate_passed)))
+            f"one rate and one outcome per task in each arm: got {base.size} and "
+            f"{candidate.size} rates, {base_passed.size} and {candidate_passed.size} outcomes")
+    labels = np.asarray(groups) if groups is not None else None
+    grouped = labels is not None and np.unique(labels).size < labels.size
+    test = paired_permutation_test(candidate, base, groups=labels if grouped else None,
+                                   alpha=ALPHA, seed=seed)
+    b = int(np.sum(base_passed & ~candidate_passed))
+    c = int(np.sum(~base_passed & candidate_passed))
+    if n_episodes == 1 and not grouped:
+        difference = paired_score_interval(b, c, base.size, CONFIDENCE,
+                                           both=int(np.sum(base_passed & candidate_passed)))
+    else:
+        difference = bca_interval(candidate - base, groups=labels if grouped else None,
+                                  confidence=CONFIDENCE, seed=seed, support=(-1.0, 1.0))
+    # The MDE's units are the test's: groups when the tasks come in groups.
+    differences = candidate - base
+    if grouped:
+        _, index = np.unique(labels, return_inverse=True)
+        differences = np.bincount(index, differences) / np.bincount(index)
+    sd = float(differences.std(ddof=1)) if differences.size > 1 else 0.0
+    support = Support(
+        tasks=int(base.size),
+        groups=int(np.unique(labels).size) if labels is not None else int(base.size),
+        episodes=int(n_episodes),
+        both_pass=int(np.sum((base == 1) & (candidate == 1))),
+        both_fail=int(np.sum((base == 0) & (candidate == 0))),
+        mde=mde(sd, int(differences.size), ALPHA, POWER) if sd > 0 else None,
+        base_pass_at_1=float(base.mean()),
+        truncation=(float(truncation[0]), float(truncation[1])),
+    )
     floor = noise_floor(rerun_scores, CONFIDENCE) if rerun_scores is not None else None
-    return Decision(difference, test, floor)
+    return Decision(difference, test, mcnemar_exact(b, c), floor, support, mismatch)

@@ -5,6 +5,8 @@ arXiv:2406.12045)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -14,6 +16,10 @@ from heldout.statistics._arrays import (
     scalar_or_array,
     whole_numbers,
 )
+
+# Each task's (n, c) pair is keyed by the int64 n·(max n + 1) + c, at most (max n + 1)² − 1:
+# beyond this n the key wraps and tasks are silently given another task's counts.
+MAX_EPISODES = math.isqrt(2**63) - 1
 
 
 def _comb_ratio(n: np.ndarray, c: np.ndarray, k: np.ndarray) -> np.ndarray:
@@ -47,6 +53,11 @@ def _comb_ratio(n: np.ndarray, c: np.ndarray, k: np.ndarray) -> np.ndarray:
 def _comb_ratio_table(n: ArrayLike, c: ArrayLike, k: ArrayLike, estimator: str) -> np.ndarray:
     """Validate and return C(n − c, k) / C(n, k) shaped broadcast(n, c).shape + k.shape."""
     c, n = check_successes(c, n)
+    if n.size and n.max() > MAX_EPISODES:
+        raise ValueError(
+            f"{estimator}: n = {n.max()} episodes exceeds {MAX_EPISODES:,}, the most this "
+            "arithmetic handles exactly"
+        )
     k = whole_numbers("k", k)
     if k.size and k.min() < 1:
         raise ValueError(f"{estimator}: k must be at least 1, got k = {k.min()}")
@@ -80,7 +91,8 @@ def pass_at_k(n: ArrayLike, c: ArrayLike, k: ArrayLike) -> float | np.ndarray:
     n, c: per-task episode and success counts, scalars or arrays (per-task n may differ).
     k: scalar, or an array giving one column per k. Returns a float for scalar input, else an
     array of shape broadcast(n, c).shape + k.shape (tasks × k).
-    Raises ValueError for k < 1, k > n, c outside [0, n] or non-integer input.
+    Raises ValueError for k < 1, k > n, c outside [0, n], n > MAX_EPISODES (3,037,000,498,
+    beyond which the integer keys of the computation would wrap) or non-integer input.
     """
     return scalar_or_array(1.0 - _comb_ratio_table(n, c, k, "pass@k"))
 

@@ -36,7 +36,10 @@ class Interval:
     """A point estimate with a two-sided interval.
 
     `method` is one of "wilson", "clopper-pearson", "bootstrap-multinomial",
-    "bootstrap-indices" or "constant" (all values equal with no known bounds: zero width).
+    "bootstrap-indices" or "constant" (all values equal with no known bounds: zero width) for
+    the intervals of this module; "newcombe paired score" for paired_score_interval; and for
+    bca_interval and arm_interval a phrase that also says how many tasks or groups the
+    interval rests on ("cluster BCa bootstrap over 2 groups of 10 tasks").
     Fields are floats for scalar input, arrays for array input.
 
     Like scipy's result objects it says how it was made, and it writes itself out: `to_json`
@@ -93,12 +96,19 @@ def wilson_interval(c: ArrayLike, n: ArrayLike, confidence: float = 0.95) -> Int
     collapses to zero width at 0 and n). Inputs broadcast; fields are arrays for array input.
     """
     c, n = check_successes(c, n)
-    z = sps.norm.ppf(0.5 + check_confidence(confidence) / 2)
+    low, high = wilson_bounds(c, n, check_confidence(confidence))
+    return Interval(*(scalar_or_array(x) for x in (c / n, low, high)), method="wilson")
+
+
+def wilson_bounds(
+    c: np.ndarray | float, n: np.ndarray | float, confidence: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """The Wilson bounds of wilson_interval for c in [0, n], unchecked, and c need not be a
+    whole number: a sum of per-task pass rates counts as that many passes of n tasks."""
+    z = sps.norm.ppf(0.5 + confidence / 2)
     center = (c + z * z / 2) / (n + z * z)
     half_width = z / (n + z * z) * np.sqrt(c * (n - c) / n + z * z / 4)
-    low = np.where(c == 0, 0.0, center - half_width)
-    high = np.where(c == n, 1.0, center + half_width)
-    return Interval(*(scalar_or_array(x) for x in (c / n, low, high)), method="wilson")
+    return np.where(c == 0, 0.0, center - half_width), np.where(c == n, 1.0, center + half_width)
 
 
 def clopper_pearson_interval(c: ArrayLike, n: ArrayLike, confidence: float = 0.95) -> Interval:

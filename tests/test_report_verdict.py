@@ -1,0 +1,274 @@
+"""The verdict in the paired report (issue 15): the deciding test on every episode, the interval,
+the gates before the claim, and what the verdict rests on, on rollouts worked out on paper.
+The rule itself is tested in tests/test_decision.py; here, what the report makes of it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+
+import pytest
+
+from heldout.files import json_bytes
+from heldout.report import (
+    BETTER,
+    NO_DIFFERENCE,
+    WORSE,
+    Report,
+    build_report,
+    headline_markdown,
+)
+from heldout.statistics.decision import (
+    HARDEN_THE_SET,
+    INTERVAL_INCLUDES_ZERO,
+    NOT_COMPARABLE,
+    TEST_DOES_NOT_REJECT,
+    TOO_FEW_UNITS,
+    TRUNCATION_IMBALANCE,
+    WITHIN_NOISE_FLOOR,
+)
+from tests.test_report import (
+    OTHER_HARNESS,
+    PROTOCOL,
+    fixed_ten_of_200,
+    full_markdown,
+    passing,
+    rollouts,
+)
+
+
+@pytest.mark.parametrize("episodes", [1, 3])
+def test_fixing_ten_tasks_of_200_and_breaking_none_is_better(episodes: int):
+    report = fixed_ten_of_200(episodes)
+    headline, difference = report.headline, report.headline.decision.difference
+    assert headline.pass_at_1.base.estimate == pytest.approx(0.40)
+    assert headline.pass_at_1.candidate.estimate == pytest.approx(0.45)
+    assert difference.estimate == pytest.approx(0.05)
+    # Ten differences of 1 among 200: sd = sqrt((10·0.95² + 190·0.05²)/199) = 0.2185, over
+    # sqrt(200) tasks: 0.01545, whatever the episodes per task (the unit is the task).
+    assert headline.standard_error == pytest.approx(0.01545, abs=5e-5)
+    assert 0 < difference.low < 0.05 < difference.high
+    if episodes == 1:
+        # Newcombe's paired score interval (method 10) for b = 0, c = 10, both = 80, N = 200:
+        # Wilson (z = 1.95996) for the candidate's 90/200 is [0.38264, 0.51924] and for the
+        # base's 80/200 [0.33461, 0.46916]; φ = (80·110 − 0·10 − 200/2)/√(90·110·80·120) =
+        # 8700/9748.8 = 0.89241; low = 0.05 − √(0.06736² − 2φ·0.06736·0.06916 + 0.06916²) =
+        # 0.05 − 0.03171 = 0.01829, high = 0.05 + √(0.06540² − 2φ·0.06540·0.06924 + 0.06924²)
+        # = 0.05 + 0.03145 = 0.08145.
+        assert difference.method == "newcombe paired score"
+        assert (difference.low, difference.high) == pytest.approx((0.01829, 0.08145), abs=5e-5)
+    else:
+        assert difference.method == "BCa bootstrap over 200 tasks"
+    # The deciding test flips the signs of the 10 differences of +1 (of rates over every
+    # episode, so the same at 1 and 3 episodes): only the two all-equal patterns reach
+    # |Σ| = 10, p = 2·0.5^10, McNemar's exact p on the 10 discordant pairs at sample 0.
+    test = headline.decision.test
+    assert (test.statistic, test.units, test.nonzero_units, test.exact) == (10, 200, 10, True)
+    assert test.p_value == pytest.approx(2 * 0.5**10, rel=1e-12) and test.rejects
+    mcnemar = headline.decision.mcnemar
+    assert (mcnemar.b, mcnemar.c, mcnemar.n_discordant) == (0, 10, 10)
+    assert mcnemar.pvalue == pytest.approx(2 * 0.5**10, rel=1e-12)
+    assert mcnemar.midp == pytest.approx(0.5**10, rel=1e-12)
+    assert report.verdict == BETTER and "excludes 0" in headline.reason
+    assert headline.decision.gates == ()
+    assert report.metrics["mcnemar_p"] == pytest.approx(2 * 0.5**10, rel=1e-5)
+    assert report.metrics["test_p"] == pytest.approx(2 * 0.5**10, rel=1e-5)
+    assert report.metrics["verdict"] == 1 and report.metrics["decidable"] == 1
+    flips = report.flips
+    assert flips.improved == [f"t{i:03d}" for i in range(80, 90)]
+    assert (flips.regressed, flips.both_pass, flips.both_fail, flips.tied) == ([], 80, 110, 0)
+    assert report.power.underpowered is False
+    assert [point.k for point in report.pass_at_k.arms.base] == ([1] if episodes == 1
+                                                                 else [1, 2, 3])
+
+
+def test_breaking_ten_tasks_is_worse():
+    report = build_report(rollouts("fixed", passing(200, range(90))),
+                          rollouts("broken", passing(200, range(80))))
+    decision = report.headline.decision
+    assert (decision.mcnemar.b, decision.mcnemar.c) == (10, 0)
+    assert decision.test.statistic == -10 and decision.test.rejects
+    assert decision.difference.high < 0 and report.verdict == WORSE
+    assert report.flips.regressed == [f"t{i:03d}" for i in range(80, 90)]
+    assert report.metrics["verdict"] == -1
+
+
+def test_no_discordant_pairs_gives_p_1_and_no_difference_detected():
+    # Sample 0 agrees on every task; sample 1 differs both ways, so the rates differ a little.
+    base = {"t0": [True, True], "t1": [True, False], "t2": [False, False], "t3": [False, True],
+            "t4": [True, True], "t5": [False, False]}
+    candidate = {"t0": [True, True], "t1": [True, True], "t2": [False, False],
+                 "t3": [False, False], "t4": [True, False], "t5": [False, False]}
+    # 50 tasks both arms fail in every episode change no pair and no rate, and bring the set
+    # to what the rule needs before it says anything: 56 tasks (≥ 30), 55 that an arm fails.
+    both_fail = {f"f{i:02d}": [False, False] for i in range(50)}
+    report = build_report(rollouts("base", base | both_fail),
+                          rollouts("cand", candidate | both_fail))
+    decision = report.headline.decision
+    mcnemar = decision.mcnemar
+    assert (mcnemar.b, mcnemar.c) == (0, 0)
+    assert mcnemar.pvalue == 1.0 and mcnemar.midp == 1.0
+    # The deciding test on the rates: t1 +0.5, t3 −0.5, t4 −0.5, Σ = −0.5; every one of the 8
+    # sign patterns gives |Σ| of 0.5 or 1.5, at least the observed: p = 1.
+    assert (decision.test.nonzero_units, decision.test.p_value) == (3, 1.0)
+    assert decision.support.failure_capable == 55 and decision.support.tasks == 56
+    assert report.verdict == NO_DIFFERENCE and "includes 0" in report.headline.reason
+    assert report.power.underpowered is True
+    assert ("Underpowered: only 3 task(s) or group(s) differ at all between the arms (fewer "
+            "than 10); the smallest p-value the paired test can reach with 3 is 0.25."
+            ) in report.power.warnings
+
+
+def test_every_task_passing_in_both_arms_reports_the_exact_bound_and_says_so():
+    report = build_report(rollouts("base", passing(20, range(20), 2)),
+                          rollouts("cand", passing(20, range(20), 2)))
+    headline = report.headline
+    # Clopper-Pearson for 20 of 20: [0.025^(1/20), 1] = [0.8316, 1]; the difference's bound is
+    # ±(1 − 0.025^(1/20)) = ±0.1684, since no task differing in 20 bounds the share that could.
+    exact_low = 0.025 ** (1 / 20)
+    for interval in headline.pass_at_1:
+        assert interval.method == "clopper-pearson: all 20 tasks pass"
+        assert (interval.low, interval.high) == pytest.approx((exact_low, 1.0))
+    difference = headline.decision.difference
+    assert difference.method == "clopper-pearson: all 20 tasks equal"
+    assert (difference.low, difference.high) == pytest.approx(
+        (-(1 - exact_low), 1 - exact_low))
+    # The statistics alone find no difference; the gates void the comparison before that: 20
+    # tasks are too few, and a set with no task either arm fails cannot show a difference.
+    decision = headline.decision
+    assert decision.claim == NO_DIFFERENCE
+    assert report.verdict == ("not decidable: 20 tasks in 20 groups, fewer than 30: add tasks, "
+                              "not episodes")
+    assert [gate.name for gate in decision.gates if gate.voids] == [TOO_FEW_UNITS,
+                                                                    HARDEN_THE_SET]
+    text = headline_markdown(report)
+    assert "exact Clopper-Pearson bound" in text and "zero-width" in text
+    assert ("also only 0 tasks that either arm ever fails (fewer than 50): harden the set; by "
+            "the statistics alone: ") in text
+    assert report.power.mde is None
+
+
+# --------------------------------------------------------------------------------------------
+# What the verdict rests on, and the gates that void it
+
+
+def test_the_headline_shows_beside_the_verdict_what_it_rests_on():
+    # fixed_ten_of_200 with three reruns and the protocol card (its test set opened once).
+    # MDE (z.975 + z.8)·sd/√N = 2.8016 · 0.21849/√200 = 0.04328; the noise floor t(2)·sd·√2 =
+    # 4.3027 · 0.05 · √2 = 0.3043; ties: t000-t079 pass in both, t090-t199 fail in both.
+    base, candidate = passing(200, range(80)), passing(200, range(90))
+    report = build_report(rollouts("base", base), rollouts("fixed", candidate),
+                          rerun_scores=[0.40, 0.45, 0.50], protocol=PROTOCOL)
+    support = ("Rests on 200 tasks in 200 groups, 1 episode(s) each; ties: 80 pass in both, "
+               "110 fail in both; minimum detectable effect 4.3 points; noise floor 30.4 "
+               "points (3 runs); test accesses so far: 1.")
+    assert report.headline.notes[0] == support
+    assert report.headline.decision.support.mde == pytest.approx(0.043284, abs=1e-6)
+    text = headline_markdown(report)
+    verdict = text.index("**Verdict: no difference detected: the difference is within the "
+                         "noise floor of 30.4 points")
+    assert text.index(f"> {support}") > verdict
+
+    # In groups the interval and the test rest on the 40 groups, and the line says so; without
+    # reruns or a protocol card it says there was no floor and gives no access count.
+    grouped = build_report(rollouts("base", base), rollouts("fixed", candidate),
+                           groups={f"t{i:03d}": f"g{i % 40}" for i in range(200)})
+    assert grouped.headline.notes[0].startswith(
+        "Rests on 200 tasks in 40 groups, 1 episode(s) each; ties: 80 pass in both, 110 fail "
+        "in both; minimum detectable effect ")
+    assert grouped.headline.notes[0].endswith("; noise floor not measured.")
+    assert grouped.headline.decision.test.method == (
+        "sign-flip permutation over 40 groups, exact")
+
+
+def test_with_several_episodes_the_flips_follow_the_pass_rates_not_one_sample():
+    # The issue's example: two tasks at 8/10 in the base and 1/10 in the candidate. At sample 0
+    # HumanEval/115 passes then fails, HumanEval/150 fails in both: read at one sample the
+    # second was "both fail", while the rates over every episode say both regressed by 70.
+    regressing = {
+        "HumanEval/115": ([True] * 8 + [False] * 2, [False] * 9 + [True]),
+        "HumanEval/150": ([False] + [True] * 8 + [False], [False] * 9 + [True]),
+        "HumanEval/2": ([True] * 5 + [False] * 5, [True] + [False] * 5 + [True] * 4),  # 5/10
+        "HumanEval/0": ([True] * 10, [True] * 10),
+        "HumanEval/1": ([False] * 10, [False] * 10),
+    }
+    report = build_report(
+        rollouts("base", {task: arms[0] for task, arms in regressing.items()}),
+        rollouts("cand", {task: arms[1] for task, arms in regressing.items()}))
+    flips = report.flips
+    assert flips.regressed == ["HumanEval/115", "HumanEval/150"] and flips.improved == []
+    assert (flips.both_pass, flips.both_fail, flips.tied) == (1, 1, 1)
+    by_task = {row.task_id: row for row in flips.tasks}
+    assert by_task["HumanEval/150"].difference == pytest.approx(-0.7)
+    assert by_task["HumanEval/2"].flip == "tied"
+    # McNemar at sample 0 is reported as what it is: it sees HumanEval/115 alone.
+    assert (report.headline.decision.mcnemar.b, report.headline.decision.mcnemar.c) == (1, 0)
+    assert (report.metrics["regressed"], report.metrics["tied"]) == (2, 1)
+    text = full_markdown(report)
+    assert "| HumanEval/150 | 8/10 | 1/10 | -70.0 | regressed |" in text
+    assert ("By pass rate over every episode: 0 improved, 2 regressed, 1 pass in both, 1 fail "
+            "in both, 1 tied in between.") in text
+
+
+def mismatched_harness() -> Report:
+    """fixed_ten_of_200, the candidate under another harness, compared all the same."""
+    return build_report(rollouts("base", passing(200, range(80))),
+                        rollouts("fixed", passing(200, range(90)), harness=OTHER_HARNESS),
+                        allow_harness_mismatch=True)
+
+
+def test_an_allowed_harness_mismatch_leaves_the_comparison_not_decidable():
+    report = mismatched_harness()
+    decision = report.headline.decision
+    # The same numbers as fixed_ten_of_200, which the statistics alone call better.
+    assert decision.claim == BETTER and decision.test.rejects and decision.difference.low > 0
+    assert report.verdict == ("not decidable: the arms ran under different harnesses, so part "
+                              "of any difference may be the harness's")
+    assert [(gate.name, gate.voids) for gate in decision.gates] == [(NOT_COMPARABLE, True)]
+    assert (report.metrics["decidable"], report.metrics["verdict"]) == (0, 0)
+    assert ("**Verdict: not decidable: the arms ran under different harnesses, so part of any "
+            "difference may be the harness's: by the statistics alone it would be better.**"
+            ) in headline_markdown(report)
+
+
+def truncated_base() -> Report:
+    """fixed_ten_of_200 with the base truncated in 20 of its 200 episodes, the candidate in
+    none."""
+    truncated = {(f"t{i:03d}", 0): "truncated" for i in range(100, 120)}
+    return build_report(rollouts("base", passing(200, range(80)), statuses=truncated),
+                        rollouts("fixed", passing(200, range(90))))
+
+
+@pytest.mark.parametrize("build, verdict, gates", [
+    (fixed_ten_of_200, BETTER, []),
+    (lambda: build_report(rollouts("base", passing(200, range(80))),
+                          rollouts("fixed", passing(200, range(90))),
+                          rerun_scores=[0.40, 0.45, 0.50]),
+     NO_DIFFERENCE, [WITHIN_NOISE_FLOOR]),
+    (lambda: build_report(rollouts("base", passing(20, range(5))),
+                          rollouts("fixed", passing(20, range(8)))),
+     "not decidable: 20 tasks in 20 groups, fewer than 30: add tasks, not episodes",
+     [TOO_FEW_UNITS, HARDEN_THE_SET, TEST_DOES_NOT_REJECT, INTERVAL_INCLUDES_ZERO]),
+    (mismatched_harness, "not decidable: the arms ran under different harnesses, so part of "
+                         "any difference may be the harness's", [NOT_COMPARABLE]),
+    (truncated_base, "not decidable: the base was truncated in 10.0% of episodes, more than "
+                     "twice the other arm's 0.0%: budgets, not skill, may decide the difference",
+     [TRUNCATION_IMBALANCE]),
+], ids=["better", "within-floor", "too-few-tasks", "harness-mismatch", "truncation"])
+def test_the_headline_json_round_trips_with_its_verdict_and_gates(build, verdict, gates):
+    report = build()
+    decision = report.headline.decision
+    assert report.verdict == verdict
+    # Every gate that fired, those that void first: 5 vs 8 of 20 (c = 3, p = 0.25) also
+    # fails the statistics, which the voiding gates come before.
+    assert [gate.name for gate in decision.gates] == gates
+    written = json.loads(json_bytes(report.to_json()))
+    headline = written["headline"]
+    assert {"test", "mcnemar", "support", "gates", "mismatch"} <= set(headline)
+    assert headline["verdict"] == verdict
+    assert headline["gates"] == [asdict(gate) for gate in decision.gates]
+    again = Report.from_json(written)
+    assert again.verdict == report.verdict
+    assert again.headline.decision.gates == decision.gates
+    assert again.headline == report.headline and again == report
+    assert again.to_json() == written
