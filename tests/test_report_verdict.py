@@ -58,7 +58,8 @@ def test_fixing_ten_tasks_of_200_and_breaking_none_is_better(episodes: int):
         assert difference.method == "newcombe paired score"
         assert (difference.low, difference.high) == pytest.approx((0.01829, 0.08145), abs=5e-5)
     else:
-        assert difference.method == "BCa bootstrap over 200 tasks"
+        assert difference.method == (
+            "BCa bootstrap over 200 tasks, widened to the paired t-interval where it is wider")
     # The deciding test flips the signs of the 10 differences of +1 (of rates over every
     # episode, so the same at 1 and 3 episodes): only the two all-equal patterns reach
     # |Σ| = 10, p = 2·0.5^10, McNemar's exact p on the 10 discordant pairs at sample 0.
@@ -161,7 +162,7 @@ def test_the_headline_shows_beside_the_verdict_what_it_rests_on():
                           rerun_scores=[0.40, 0.45, 0.50], protocol=PROTOCOL)
     support = ("Rests on 200 tasks in 200 groups, 1 episode(s) each; ties: 80 pass in both, "
                "110 fail in both; minimum detectable effect 4.3 points; noise floor 30.4 "
-               "points (3 runs); test accesses so far: 1.")
+               "points (3 runs); test accesses so far: 1; gates fired: within the noise floor.")
     assert report.headline.notes[0] == support
     assert report.headline.decision.support.mde == pytest.approx(0.043284, abs=1e-6)
     text = headline_markdown(report)
@@ -176,7 +177,7 @@ def test_the_headline_shows_beside_the_verdict_what_it_rests_on():
     assert grouped.headline.notes[0].startswith(
         "Rests on 200 tasks in 40 groups, 1 episode(s) each; ties: 80 pass in both, 110 fail "
         "in both; minimum detectable effect ")
-    assert grouped.headline.notes[0].endswith("; noise floor not measured.")
+    assert grouped.headline.notes[0].endswith("; noise floor not measured; gates fired: none.")
     assert grouped.headline.decision.test.method == (
         "sign-flip permutation over 40 groups, exact")
 

@@ -1,7 +1,8 @@
 """Seeded simulations of the verdict rule (issue 15): its false-positive rate under heterogeneous
 nulls, the coverage of its difference interval, and the power of its deciding test against the
-sample-0 McNemar test it replaced. All slow (by hand: pytest -m slow -s; about half an hour on
-2 cores); each test prints its table of cells.
+sample-0 McNemar test it replaced. All slow (by hand: pytest -m slow -s): 48 minutes on 2 cores
+shared with a CI run, the N = 300 × n = 10 cells about a minute each; each test prints its
+table of cells.
 
 A cell draws REPLICATIONS evaluations of N tasks × n episodes and calls `decide` on each, as the
 report does. Task pass probabilities p (base) and q (candidate) come from a Population whose

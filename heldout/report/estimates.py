@@ -34,6 +34,8 @@ def headline_estimates(
     tasks = list(arms.base.counts.index)
     labels = (np.array([groups.get(task, task) for task in tasks])
               if groups is not None else None)
+    if labels is not None and np.unique(labels).size == labels.size:
+        labels = None  # every task its own group: the tasks are the units
     pass_at_1 = arms.map(lambda arm: arm_interval(
         arm.rates, n_episodes=arm.counts["n"].to_numpy(), groups=labels, seed=seed))
     episodes = arms.map(lambda arm: int(arm.counts["n"].min()))

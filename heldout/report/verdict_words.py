@@ -53,5 +53,6 @@ def support_words(decision: Decision, protocol: ProtocolCard | None) -> str:
         + (f"{100 * support.mde:.1f} points" if support.mde is not None else "not estimable")
         + "; noise floor "
         + (f"{100 * floor.floor:.1f} points ({floor.n_runs} runs)" if floor else "not measured")
-        + (f"; test accesses so far: {accesses}" if accesses is not None else "") + "."
+        + (f"; test accesses so far: {accesses}" if accesses is not None else "")
+        + "; gates fired: " + (", ".join(gate.name for gate in decision.gates) or "none") + "."
     )

@@ -219,3 +219,42 @@ def _check_pass_rates(rates: np.ndarray, n_episodes: ArrayLike) -> None:
     if bad.size:
         raise ValueError(f"rates must be pass rates c/n in [0, 1]; task {bad[0]} has "
                          f"{rates[bad[0]]} with n = {episodes[bad[0]]}")
+
+
+def difference_interval(
+    differences: ArrayLike,
+    *,
+    groups: ArrayLike | None = None,
+    confidence: float = 0.95,
+    seed: int | None = 0,
+) -> Interval:
+    """Interval for a paired difference of pass rates with n > 1 episodes per task: the hull
+    of the BCa interval (over tasks, or groups) and the paired t-interval (Student; with
+    groups, the cluster-robust standard error over G groups and t(G − 1)).
+
+    Why the hull: at 30 tasks the per-task differences are few, discrete and mostly 0, and BCa's
+    bias and acceleration, estimated from them, shorten it: in 2,000-replication simulations
+    (tests/test_verdict_simulation.py) BCa alone covered 0.902-0.929 at N = 30 with 5 or 10
+    episodes, the t-interval 0.935 at worst, the hull 0.9415 at worst, for 5-8% more width.
+    Where the BCa is wider (skewed differences at larger N) it is kept.
+    """
+    values = np.asarray(differences, dtype=float)
+    boot = bca_interval(values, groups=groups, confidence=confidence, seed=seed,
+                        support=(-1.0, 1.0))
+    n_tasks, mean = values.size, float(values.mean())
+    if groups is None:
+        units = n_tasks
+        standard_error = float(values.std(ddof=1)) / np.sqrt(n_tasks) if n_tasks > 1 else 0.0
+    else:
+        _, index = np.unique(np.asarray(groups), return_inverse=True)
+        sums, sizes = np.bincount(index, values), np.bincount(index)
+        units = sums.size
+        standard_error = float(np.sqrt(units / (units - 1) * np.sum((sums - sizes * mean) ** 2))
+                               / n_tasks) if units > 1 else 0.0
+    half = float(sps.t.ppf(0.5 + confidence / 2, units - 1)) * standard_error if units > 1 \
+        else 0.0
+    low, high = max(-1.0, min(boot.low, mean - half)), min(1.0, max(boot.high, mean + half))
+    if (low, high) == (boot.low, boot.high):
+        return boot
+    return Interval(boot.estimate, low, high,
+                    f"{boot.method}, widened to the paired t-interval where it is wider")

@@ -11,8 +11,9 @@ measured one, and (4) no gate voids the comparison; otherwise "no difference det
 The test uses every episode: a sign-flip permutation test on the per-task differences of pass
 rates (over groups when the tasks come in groups); with one episode per task it is the exact
 McNemar test, which is also reported, as the classic test at one sample index. The interval is
-Newcombe's paired score interval with one episode per task and a BCa bootstrap over tasks (or
-groups) otherwise. The gates come from the evaluation literature the design cites (Miller 2024;
+Newcombe's paired score interval with one episode per task and otherwise the hull of a BCa
+bootstrap over tasks (or groups) and the paired t-interval (heldout.statistics.bca). The gates
+come from the evaluation literature the design cites (Miller 2024;
 Bowyer et al. 2025): too few tasks or groups to count on, a set too easy to show a difference,
 arms that did not run the same way.
 """
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from heldout.statistics.bca import bca_interval
+from heldout.statistics.bca import difference_interval
 from heldout.statistics.intervals import Interval
 from heldout.statistics.paired_tests import (
     McNemarResult,
@@ -203,8 +204,8 @@ def decide(
         difference = paired_score_interval(b, c, base.size, CONFIDENCE,
                                            both=int(np.sum(base_passed & candidate_passed)))
     else:
-        difference = bca_interval(candidate - base, groups=labels if grouped else None,
-                                  confidence=CONFIDENCE, seed=seed, support=(-1.0, 1.0))
+        difference = difference_interval(candidate - base, groups=labels if grouped else None,
+                                         confidence=CONFIDENCE, seed=seed)
     # The MDE's units are the test's: groups when the tasks come in groups.
     differences = candidate - base
     if grouped:
