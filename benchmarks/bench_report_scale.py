@@ -24,7 +24,8 @@ def rollouts(name: str, probabilities: np.ndarray, uniforms: np.ndarray) -> pd.D
         "sample": np.tile(np.arange(EPISODES), TASKS), "seed": 0, "harness": "h" * 64,
         "completion": "", "completion_sha": "", "passed": passed, "public_passed": None,
         "status": "ok", "error": "", "finish_reason": "stop", "tokens_in": 0, "tokens_out": 0,
-        "turns": 1, "agent_s": 0.0, "exec_s": 0.0, "cost_usd": 0.0,
+        "turns": 1, "tool_calls": 1, "end_reason": "submitted", "agent_s": 0.0, "exec_s": 0.0,
+        "cost_usd": 0.0, "trajectory": "[]", "step_timings": "[]",
     })
 
 

@@ -209,6 +209,7 @@ def rollout_frame(name: str, skill: float, grid: EpisodeGrid, harness_fingerprin
         "tokens_in": grid.tokens_in[grid.task_index], "tokens_out": tokens_out,
         "turns": 1, "agent_s": agent_s, "exec_s": rng.gamma(2.0, 0.01, rows),
         "cost_usd": (grid.tokens_in[grid.task_index] * 0.15 + tokens_out * 0.6) / 1e6,
+        "tool_calls": 1, "end_reason": "submitted", "trajectory": "[]", "step_timings": "[]",
     }, columns=list(ROW_COLUMNS))
     return frame.astype(ROW_COLUMNS)
 

@@ -117,4 +117,4 @@ def test_an_episode_scores_under_the_task_overrides_of_the_harness_limits():
     sandbox = RecordingSandbox()
     row = run_episode(Answering(), sandbox, harness, plan_episodes([task], harness)[0])
     assert (row["passed"], row["public_passed"]) == (False, False)
-    assert sandbox.batches == [(1, 4.0, 1024), (1, 4.0, 1024)]  # hidden tests, then public
+    assert sandbox.batches == [(2, 4.0, 1024)]  # hidden and public tests, in one batch

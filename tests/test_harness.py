@@ -7,15 +7,18 @@ import json
 
 from heldout.episodes.harness import Harness
 
-# What the default harness gives since the two-process judge (scorer python-function/2; with
-# python-function/1 it was f179c0d8...). Only a change of what a score means may change it.
-DEFAULT_FINGERPRINT = "abe2fdc2dd9edf5c85794828c82c7a3569d5177371085a370f654b992e1800bd"
+# What the default harness gives since episodes became a loop with tools and per-episode budgets
+# (before: abe2fdc2... under the two-process judge, f179c0d8... with python-function/1). Only a
+# change of what a score means may change it.
+DEFAULT_FINGERPRINT = "e2a9103023177d47641081b5b509106603f3d1e0089cb84bce36c99b96e23c17"
 DEFAULT_JSON = (
     '{"template": "{prompt}", "temperature": 0.8, "top_p": 0.95, "max_tokens": 512, '
-    '"max_turns": 1, "timeout_s": 10.0, "agent_timeout_s": 120.0, "n": 10, "seed": 0, '
-    '"retries": 1, "sandbox": {"backend": "subprocess", "image": "heldout-python:3.11", '
-    '"memory_mb": 512, "cpus": 1.0, "workers": 2, "network": "none", "container_per": "task"}, '
-    '"scorer_version": "python-function/2"}'
+    '"max_turns": 1, "max_tool_calls": 8, "max_cost_usd": null, "tools": '
+    '["run_public_tests", "submit"], "on_budget": "fail", "timeout_s": 10.0, '
+    '"agent_timeout_s": 120.0, "n": 10, "seed": 0, "retries": 1, "sandbox": {"backend": '
+    '"subprocess", "image": "heldout-python:3.11", "memory_mb": 512, "cpus": 1.0, '
+    '"workers": 2, "network": "none", "container_per": "task"}, "scorer_version": '
+    '"python-function/2"}'
 )
 
 

@@ -48,7 +48,7 @@ def rollouts(
             "completion": "", "completion_sha": "", "passed": passed, "public_passed": None,
             "status": statuses.get((task, sample), "ok"), "error": "", "finish_reason": "stop",
             "tokens_in": 0, "tokens_out": 0, "turns": 1, "agent_s": 0.0, "exec_s": 0.0,
-            "cost_usd": 0.0,
+            "cost_usd": 0.0, "tool_calls": 1, "end_reason": "submitted", "trajectory": "[]", "step_timings": "[]",
         }
         for task, episodes in outcomes.items()
         for sample, passed in enumerate(episodes)

@@ -1,5 +1,5 @@
-"""An episode's budgets: what its agent may spend (turns, tokens, wall time) and the limits its
-programs run under (time and memory in the sandbox).
+"""An episode's budgets: what its agent may spend (turns, tool calls, tokens, cost, wall time)
+and the limits its programs run under (time and memory in the sandbox).
 
 The harness sets them all; a task's runtime.timeout_s and runtime.memory_mb override the
 harness's limits for that task's programs, and `exec_limits` is the one place that says so.
@@ -8,6 +8,7 @@ An agent loop spends from a `Limit` (or reads a `WallTime`) and stops on `Budget
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,13 +19,22 @@ from heldout.tasks.record import Task
 
 class BudgetExceeded(Exception):
     """An episode spent more of one budget than it had: an outcome of the episode, not an error
-    of heldout's. `kind` names the budget: "turns", "tokens" or "wall_s"."""
+    of heldout's. `kind` names the budget: "turns", "tool_calls", "tokens", "cost_usd" or
+    "wall_s"; `end_reason` is what a rollout row records when it ends an episode."""
 
     def __init__(self, kind: str, limit: float, used: float):
         self.kind = kind
         self.limit = limit
         self.used = used
         super().__init__(f"{kind} budget exceeded: {used:g} spent of {limit:g}")
+
+    @property
+    def end_reason(self) -> str:
+        return END_REASONS[self.kind]
+
+
+END_REASONS = {"turns": "max_turns", "tool_calls": "max_tool_calls", "tokens": "max_tokens",
+               "cost_usd": "max_cost", "wall_s": "timeout"}
 
 
 class _Budget:
@@ -96,12 +106,20 @@ def exec_limits(task: Task, given: ExecLimits) -> ExecLimits:
 class EpisodeBudgets:
     """The budgets of one episode of one task under one harness. `tokens` is the harness's
     max_tokens, what the agent may generate in the episode (a single-turn agent asks for that
-    many in its one request); `wall` is its agent_timeout_s."""
+    many in its one request); `cost` is max_cost_usd (unlimited when unset); `wall` is
+    agent_timeout_s, the whole episode's, the agent's calls and its tools' alike."""
 
     turns: Limit
+    tool_calls: Limit
     tokens: Limit
+    cost: Limit
     wall: WallTime
     execution: ExecLimits
+
+    def remaining(self) -> dict[str, float]:
+        """What is left of each budget, by kind (what an agent is told every turn)."""
+        return {budget.kind: budget.remaining for budget in
+                (self.turns, self.tool_calls, self.tokens, self.cost, self.wall)}
 
     @classmethod
     def start(
@@ -110,7 +128,9 @@ class EpisodeBudgets:
         """Fresh budgets, their wall clock running from now."""
         return cls(
             turns=Limit("turns", harness.max_turns),
+            tool_calls=Limit("tool_calls", harness.max_tool_calls),
             tokens=Limit("tokens", harness.max_tokens),
+            cost=Limit("cost_usd", harness.max_cost_usd or math.inf),
             wall=WallTime(harness.agent_timeout_s, clock),
             execution=exec_limits(task, ExecLimits(harness.timeout_s, harness.sandbox.memory_mb)),
         )

@@ -1,8 +1,10 @@
-"""Episodes: one agent call and one sandboxed scoring each, recorded as rows that never vanish
-(the row and its statuses: heldout.episodes.rows)."""
+"""Episodes: the agent's loop (heldout.episodes.loop), then the hidden tests on what it
+submitted, recorded as rows that never vanish (the row and its statuses: heldout.episodes.rows).
+"""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -12,8 +14,10 @@ from heldout.agents.protocol import Agent
 from heldout.canonical import sha256_hex
 from heldout.episodes.budgets import EpisodeBudgets
 from heldout.episodes.cache import episode_key
+from heldout.episodes.environments import make_environment
 from heldout.episodes.harness import Harness
-from heldout.episodes.judge import score
+from heldout.episodes.judge import score_many
+from heldout.episodes.loop import run_loop
 from heldout.episodes.seeds import episode_seed
 from heldout.sandbox.protocol import ExecResult, Sandbox
 from heldout.tasks.record import Task
@@ -34,6 +38,11 @@ def plan_episodes(tasks: Iterable[Task], harness: Harness, rerun: int = 0) -> li
     ]
 
 
+# How a loop's end becomes a row's status when nothing was scored; a budget's end is "budget".
+END_STATUS = {"submitted": "ok", "refused": "refused", "error": "error"}
+BUDGET_ENDS = ("max_turns", "max_tool_calls", "max_tokens", "max_cost", "timeout")
+
+
 def _execution_status(result: ExecResult) -> str:
     return {"timeout": "timeout", "error": "error"}.get(result.status, "ok")
 
@@ -51,43 +60,41 @@ def run_episode(agent: Agent, sandbox: Sandbox, harness: Harness, episode: Episo
 def _attempt_episode(agent: Agent, sandbox: Sandbox, harness: Harness, episode: Episode) -> dict:
     task = episode.task
     budgets = EpisodeBudgets.start(harness, task)
+    limits = budgets.execution
+    environment = make_environment(task, sandbox, limits, harness.template, harness.tools)
+    started = time.perf_counter()
+    outcome = run_loop(agent, environment, budgets, task, episode.sample, episode.seed)
+    program = outcome.program
+    if program is None and outcome.end_reason in BUDGET_ENDS and harness.on_budget == "score_last":
+        program = outcome.last_program
     row: dict[str, Any] = {
         "task_id": task.id, "sample": episode.sample, "seed": episode.seed,
-        "harness": harness.fingerprint(), "completion": "", "completion_sha": sha256_hex(""),
-        "passed": False, "public_passed": None, "status": "error", "error": "",
-        "finish_reason": "", "tokens_in": 0, "tokens_out": 0, "turns": 0,
-        "agent_s": 0.0, "exec_s": 0.0, "cost_usd": 0.0,
+        "harness": harness.fingerprint(), "completion": program or "",
+        "completion_sha": sha256_hex(program or ""), "passed": False, "public_passed": None,
+        "status": END_STATUS.get(outcome.end_reason, "budget"), "error": outcome.error,
+        "finish_reason": outcome.finish_reason, "tokens_in": outcome.tokens_in,
+        "tokens_out": outcome.tokens_out, "turns": outcome.turns,
+        "tool_calls": outcome.tool_calls, "end_reason": outcome.end_reason,
+        "agent_s": time.perf_counter() - started, "exec_s": 0.0, "cost_usd": outcome.cost_usd,
+        "trajectory": json.dumps(outcome.trajectory(), separators=(",", ":")),
+        "step_timings": json.dumps(outcome.timings(), separators=(",", ":")),
     }
-    started = time.perf_counter()
-    try:
-        completion = agent.complete(task, episode.sample, episode.seed)
-    except Exception as error:  # noqa: BLE001 - any agent failure is an episode outcome
-        row.update(error=f"agent: {type(error).__name__}: {error}"[:2000],
-                   agent_s=time.perf_counter() - started)
+    if program is None or outcome.end_reason in ("refused", "error"):
         return row
-    row.update(
-        completion=completion.text, completion_sha=sha256_hex(completion.text),
-        finish_reason=completion.finish_reason, tokens_in=completion.tokens_in,
-        tokens_out=completion.tokens_out, turns=completion.turns, cost_usd=completion.cost_usd,
-        agent_s=time.perf_counter() - started,
-    )
-    if completion.finish_reason == "refused":
-        row.update(status="refused")
-        return row
-    limits = budgets.execution
-    result = score(task, completion.text, sandbox, timeout_s=limits.timeout_s,
-                   memory_mb=limits.memory_mb)
-    status = _execution_status(result)
-    if status == "ok" and completion.finish_reason == "length":
+    # The hidden tests judge the program; the public ones, run beside them, only feed the
+    # public-versus-hidden alarm.
+    with_public = [task] + ([task.model_copy(update={"tests": task.public_tests})]
+                            if task.public_tests else [])
+    results = score_many([(judged, program) for judged in with_public], sandbox,
+                         timeout_s=limits.timeout_s, memory_mb=limits.memory_mb)
+    hidden = results[0]
+    status = _execution_status(hidden)
+    if status == "ok" and outcome.finish_reason == "length":
         status = "truncated"
-    row.update(passed=result.passed, status=status, exec_s=result.exec_s,
-               error="" if result.passed else _describe(result))
-    if task.public_tests:
-        public = task.model_copy(update={"tests": task.public_tests})
-        row["public_passed"] = score(
-            public, completion.text, sandbox, timeout_s=limits.timeout_s,
-            memory_mb=limits.memory_mb,
-        ).passed
+    row.update(passed=hidden.passed, status=status, exec_s=hidden.exec_s,
+               error="" if hidden.passed else _describe(hidden))
+    if len(results) > 1:
+        row["public_passed"] = results[1].passed
     return row
 
 

@@ -7,6 +7,7 @@ prompt template, sampling, budgets, samples per task, sandbox and scorer.
 from __future__ import annotations
 
 import string
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -17,6 +18,8 @@ from heldout.tasks.kinds import DEFAULT_KIND, task_kind
 # How an evaluation is executed, not what it measures: changing them must not change the
 # fingerprint (more workers give the same numbers faster).
 EXECUTION_ONLY = {"sandbox": {"workers", "container_per"}}
+# The tools an episode may offer (heldout.episodes.environments says what each does).
+ToolName = Literal["run_public_tests", "submit"]
 
 
 class Harness(BaseModel):
@@ -29,15 +32,33 @@ class Harness(BaseModel):
     )
     temperature: float = Field(default=0.8, ge=0)
     top_p: float = Field(default=0.95, gt=0, le=1)
-    max_tokens: int = Field(default=512, ge=1)
-    max_turns: int = Field(default=1, ge=1)
+    max_tokens: int = Field(default=512, ge=1, description="tokens generated per episode")
+    max_turns: int = Field(default=1, ge=1, description="model calls per episode")
+    max_tool_calls: int = Field(default=8, ge=1, description="tool calls per episode")
+    max_cost_usd: float | None = Field(
+        default=None, gt=0, description="per episode, where the endpoint reports cost")
+    tools: tuple[ToolName, ...] = Field(
+        default=("run_public_tests", "submit"),
+        description="the tools an episode offers; `submit` must be one of them")
+    on_budget: Literal["fail", "score_last"] = Field(
+        default="fail",
+        description="an episode a budget ends: a failure, or its last program scored")
     timeout_s: float = Field(default=10.0, gt=0, description="per program, in the sandbox")
-    agent_timeout_s: float = Field(default=120.0, gt=0, description="per agent call")
+    agent_timeout_s: float = Field(default=120.0, gt=0, description="per episode, wall time")
     n: int = Field(default=10, ge=1, description="episodes per task")
     seed: int = 0
     retries: int = Field(default=1, ge=0, description="re-runs of an episode that errored")
     sandbox: SandboxConfig = SandboxConfig()
     scorer_version: str = task_kind(DEFAULT_KIND).scorer_version
+
+    @field_validator("tools")
+    @classmethod
+    def _tools_end_in_a_submit(cls, tools: tuple[str, ...]) -> tuple[str, ...]:
+        if "submit" not in tools:
+            raise ValueError("must include submit: an episode without it can never end well")
+        if len(set(tools)) != len(tools):
+            raise ValueError("names a tool twice")
+        return tools
 
     @field_validator("template")
     @classmethod

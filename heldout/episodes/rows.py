@@ -28,12 +28,16 @@ ROW_COLUMNS = {
     "tokens_in": "int64",
     "tokens_out": "int64",
     "turns": "int64",
+    "tool_calls": "int64",
+    "end_reason": "string",
     "agent_s": "float64",
     "exec_s": "float64",
     "cost_usd": "float64",
+    "trajectory": "string",
+    "step_timings": "string",
 }
 # Wall-clock columns: the only ones two runs of the same episodes may disagree on.
-TIMING_COLUMNS = ("agent_s", "exec_s")
+TIMING_COLUMNS = ("agent_s", "exec_s", "step_timings")
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,7 @@ FAILURES = (
     Failure("timeout", "timeouts", "timeout_rate"),
     Failure("truncated", "truncations", "truncation_rate"),  # cut by the token budget
     Failure("refused", "refusals", "refusal_rate"),  # the model declined
+    Failure("budget", "budget_ends", "budget_rate"),  # a budget ended it before a submit
 )
 STATUSES = (OK, *(failure.status for failure in FAILURES))
 FAILURE_BY_STATUS = {failure.status: failure for failure in FAILURES}

@@ -270,6 +270,8 @@ def _beneath(report: Report) -> Section:
         row("truncated episodes",
             lambda arm: _count_and_rate(arm.truncations, arm.truncation_rate)),
         row("refused episodes", lambda arm: _count_and_rate(arm.refusals, arm.refusal_rate)),
+        row("episodes a budget ended (failures)",
+            lambda arm: _count_and_rate(arm.budget_ends, arm.budget_rate)),
         row("design effect 1 + (n − 1)ρ", _design_effect),
         ["harness", *(", ".join(map(short_fingerprint, found))
                       for found in report.harness.fingerprints)],

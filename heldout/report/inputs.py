@@ -28,7 +28,7 @@ class Arm:
     """One arm restricted to the compared tasks, in the same task order as the other arm."""
 
     name: str
-    counts: pd.DataFrame  # per task: n, c, errors, timeouts, truncations, refusals
+    counts: pd.DataFrame  # per task: n, c, and a count per failure (rows.FAILURES)
     at_sample: np.ndarray  # per task: did the episode at the exact test's sample index pass?
 
     @property

@@ -293,6 +293,8 @@ class Outcomes:
     truncation_rate: float
     refusals: int
     refusal_rate: float
+    budget_ends: int
+    budget_rate: float
     design_effect: DesignEffect | None
 
     def to_json(self) -> dict[str, Any]:

@@ -272,7 +272,7 @@ def _where(error):
         traceback = traceback.tb_next
     place = f" at tests.py line {line}" if line is not None else ""
     message = _message(error)
-    return f"{type(error).__name__}{place}" + (f": {message[:200]}" if message else "")
+    return f"{type(error).__name__}{place}" + (f": {message}" if message else "")
 
 
 # --- how the runner tells how a program ended -------------------------------------------------

@@ -1,0 +1,116 @@
+"""Environments: what an episode's agent acts on, one kind per task kind.
+
+An environment holds the episode's state (for `python-function`: the programs the agent wrote),
+offers the tools the harness lists and answers each call with what a developer would see. It
+never scores: the hidden tests judge only what the loop (heldout.episodes.loop) hands the judge
+when the episode has ended. A task kind that needs more tools (`read_file`, `edit`, `run` for
+repository tasks) brings an environment of its own with them; the loop and the agents do not
+change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from heldout.agents.protocol import ToolSpec
+from heldout.episodes.budgets import ExecLimits
+from heldout.episodes.feedback import describe_public_run, feedback_tests
+from heldout.episodes.judge import score
+from heldout.errors import SandboxError
+from heldout.sandbox.protocol import Sandbox
+from heldout.tasks.record import Task
+
+_CODE = {"type": "object", "properties": {"code": {
+    "type": "string", "description": "the function's body, or a whole program that defines it"}},
+    "required": ["code"], "additionalProperties": False}
+
+TOOL_SPECS = {
+    "run_public_tests": ToolSpec(
+        "run_public_tests",
+        "Run the task's public tests against this code; returns which asserts failed, the "
+        "exception and the program's output. Does not end the episode.", _CODE),
+    "submit": ToolSpec(
+        "submit", "Submit this code as the final answer; ends the episode.", _CODE),
+}
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """The answer to one tool call: the observation's text and data, and, for `submit`, the
+    program that ends the episode."""
+
+    text: str
+    data: dict[str, Any]
+    submitted: str | None = None
+
+
+class Environment(Protocol):
+    tools: tuple[ToolSpec, ...]
+
+    def opening(self) -> str:
+        """What the agent reads before its first turn."""
+        ...
+
+    def call(self, tool: str, arguments: dict[str, Any]) -> ToolResult:
+        """Run one of `tools` (the loop has checked the name)."""
+        ...
+
+    @property
+    def last_program(self) -> str | None:
+        """The last program the agent gave any tool, or None."""
+        ...
+
+
+@dataclass
+class PythonFunctionEnvironment:
+    """A `python-function` task: the agent writes the function's body (or a whole program),
+    tries it on the public tests as often as its budgets allow, and submits one."""
+
+    task: Task
+    sandbox: Sandbox
+    limits: ExecLimits
+    template: str
+    tool_names: tuple[str, ...]
+    last_program: str | None = field(default=None, init=False)
+
+    @property
+    def tools(self) -> tuple[ToolSpec, ...]:
+        return tuple(TOOL_SPECS[name] for name in self.tool_names)
+
+    def opening(self) -> str:
+        return self.template.format(prompt=self.task.prompt)
+
+    def call(self, tool: str, arguments: dict[str, Any]) -> ToolResult:
+        code = arguments.get("code")
+        if not isinstance(code, str) or set(arguments) != {"code"}:
+            return ToolResult(f"{tool} takes one argument, code (a string); got "
+                              f"{sorted(arguments)}", {"error": "bad arguments"})
+        self.last_program = code
+        if tool == "submit":
+            return ToolResult("Submitted.", {"submitted": True}, submitted=code)
+        return self._run_public_tests(code)
+
+    def _run_public_tests(self, code: str) -> ToolResult:
+        if not self.task.public_tests:
+            return ToolResult("This task has no public tests.", {"passed": None})
+        public = self.task.model_copy(update={"tests": feedback_tests(self.task.public_tests)})
+        result = score(public, code, self.sandbox, timeout_s=self.limits.timeout_s,
+                       memory_mb=self.limits.memory_mb)
+        lines = result.stderr_tail.strip().splitlines()
+        reason = lines[-1] if lines else ""
+        text = describe_public_run(result.passed, result.status, reason, result.stdout_tail)
+        return ToolResult(text, {"passed": result.passed, "status": result.status,
+                                 "reason": reason[:1000]})
+
+
+EnvironmentFactory = Callable[[Task, Sandbox, ExecLimits, str, tuple[str, ...]], Environment]
+ENVIRONMENTS: dict[str, EnvironmentFactory] = {"python-function": PythonFunctionEnvironment}
+
+
+def make_environment(task: Task, sandbox: Sandbox, limits: ExecLimits, template: str,
+                     tools: tuple[str, ...]) -> Environment:
+    if task.kind not in ENVIRONMENTS:
+        raise SandboxError(f"task {task.id}: no environment for kind {task.kind!r}")
+    return ENVIRONMENTS[task.kind](task, sandbox, limits, template, tools)
