@@ -24,6 +24,7 @@ from heldout.statistics.counts import (
     per_task_counts,
     summarize_checkpoint,
 )
+from heldout.statistics.public_hidden import AlarmConfig, gap_alarm, gap_counts, summarize_gap
 from heldout.tasks.sources import load_tasks
 from stages.catalog import (
     PASSK_CSV,
@@ -50,7 +51,7 @@ CANARIES = {"oracle": {"agent": "oracle"}, "blind": {"agent": "blind"}}
 # What scoring reads of a rollout file. The completions and their hashes, most of its bytes,
 # are left on disk; the strings that repeat down the rows are read dictionary-encoded (as
 # categoricals), so a million episodes take a few MB instead of a few hundred.
-SCORED_COLUMNS = ["checkpoint", "task_id", "harness", "passed", "status"]
+SCORED_COLUMNS = ["checkpoint", "task_id", "harness", "passed", "public_passed", "status"]
 REPEATED_STRINGS = ["checkpoint", "task_id", "harness", "status"]
 
 
@@ -114,6 +115,12 @@ def run(root: Path | None = None) -> dict[str, Any]:
             name: summarize_checkpoint(counts[counts["checkpoint"] == name], ks)
             for name in checkpoints
         }
+        gaps = {name: gap_counts(table) for name, table in rollouts.items()}
+        for name in checkpoints:
+            gap = summarize_gap(gaps[name])
+            summaries[name]["public_hidden"] = None if gap is None else gap.to_json()
+        alarms = public_hidden_alarms(gaps, params.get("base"), section(params, "alarm",
+                                                                         AlarmConfig))
         scores = {
             "split": "val",
             "val_digest": manifest["digests"]["val"],
@@ -121,7 +128,11 @@ def run(root: Path | None = None) -> dict[str, Any]:
             "base": params.get("base"),
             "checkpoints": summaries,
             "canaries": canaries,
+            "alarms": alarms,
         }
+        for name, alarm in alarms.items():
+            if alarm["fired"]:
+                print(f"score: ALARM {name}: {alarm['reason']}")
         curves = {name: {int(k): v for k, v in s["pass_at_k"].items()}
                   for name, s in summaries.items()}
         with staged_outputs() as outputs:
@@ -141,6 +152,16 @@ def run(root: Path | None = None) -> dict[str, Any]:
     return scores
 
 
+def public_hidden_alarms(gaps: dict[str, pd.DataFrame], base: str | None,
+                         config: AlarmConfig) -> dict[str, dict[str, Any]]:
+    """The alarm of each checkpoint but the base, where both have tasks with public tests."""
+    if base not in gaps:
+        return {}
+    alarms = {name: gap_alarm(gap, gaps[base], config)
+              for name, gap in gaps.items() if name != base}
+    return {name: alarm.to_json() for name, alarm in alarms.items() if alarm is not None}
+
+
 def flat_metrics(summary: dict[str, Any], prefix: str = "") -> dict[str, float]:
     interval = summary["pass_at_1"]
     metrics = {
@@ -150,7 +171,13 @@ def flat_metrics(summary: dict[str, Any], prefix: str = "") -> dict[str, float]:
         **{f"pass_hat_{k}": v for k, v in summary["pass_hat_k"].items() if k != "1"},
         "failure_capable": summary["failure_capable"], "all_fail": summary["all_fail"],
         "error_rate": summary["error_rate"], "truncation_rate": summary["truncation_rate"],
+        "budget_rate": summary["budget_rate"],
     }
+    gap = summary.get("public_hidden")
+    if gap is not None:
+        metrics |= {"public_pass": gap["public_pass"]["estimate"],
+                    "hidden_pass_on_public_tasks": gap["hidden_pass"]["estimate"],
+                    "public_not_hidden": gap["gap"]["estimate"]}
     return {prefix + key: float(value) for key, value in metrics.items()}
 
 

@@ -37,7 +37,12 @@ def run(root: Path | None = None) -> dict[str, Any]:
         counts = pd.read_parquet(root / PER_TASK)
         selection = select_checkpoint(counts, order, config)
         scores = json.loads((root / SCORES).read_text(encoding="utf-8"))
+        alarms = scores.get("alarms", {})
+        for row in selection["table"]:
+            row["public_hidden_alarm"] = alarms.get(row["checkpoint"], {}).get("fired", False)
         selection.update(
+            public_hidden_alarms={name: alarm["reason"] for name, alarm in alarms.items()
+                                  if alarm["fired"]},
             val_scores_digest=val_scores_digest(root),
             select_params_digest=content_digest(config.model_dump()),
             harness=scores["harness"],
@@ -48,6 +53,9 @@ def run(root: Path | None = None) -> dict[str, Any]:
             outputs.write_json(root / SELECTION, selection)
         print(f"select: {selection['chosen']} by rule {config.rule} on val {config.metric}. "
               f"{selection['note']}")
+        if selection["chosen"] in selection["public_hidden_alarms"]:
+            print(f"select: WARNING the chosen checkpoint tripped the public-versus-hidden "
+                  f"alarm: {selection['public_hidden_alarms'][selection['chosen']]}")
         mlflow_run.set_tags({"chosen": selection["chosen"], "rule": config.rule})
         mlflow_run.log_params({"select.rule": config.rule, "select.metric": config.metric})
         mlflow_run.log_metrics({f"val.{row['checkpoint']}": row["value"]

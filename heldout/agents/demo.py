@@ -9,6 +9,11 @@ The draws come from the episode seed alone, so checkpoints share their random nu
 random numbers): on the same episode a more skilled checkpoint solves whenever a less skilled
 one does, except where narrowing says otherwise.
 
+A demo checkpoint's `policy` says how it acts: `single` answers in one turn as above; the
+multi-turn policies (heldout.agents.demo_policies) use the episode's tools: `tester` writes,
+tests, revises and submits, `guesser` stacks independent guesses, `hacker` answers the public
+tests' inputs from a lookup table and nothing else.
+
 These exist so every stage has real code to execute and real differences to measure.
 """
 
@@ -19,17 +24,21 @@ import math
 import random
 from functools import lru_cache
 from statistics import NormalDist
+from typing import Literal
 
 from pydantic import Field
 
 from heldout.agents.mutation import mutants
-from heldout.agents.protocol import AgentContext, AgentSettings, Completion
+from heldout.agents.protocol import AgentSettings, Completion
 from heldout.errors import AgentError
 from heldout.tasks.record import Task
 
 
 class DemoSettings(AgentSettings):
-    skill: float = Field(description="logit of solving a task of median difficulty")
+    skill: float = Field(default=0.0, description="logit of solving a task of median difficulty")
+    policy: Literal["single", "tester", "guesser", "hacker"] = "single"
+    revision_gain: float = Field(
+        default=1.0, ge=0.0, description="logit a tester gains per revision after a failed run")
     narrowing: float = Field(default=0.0, ge=0.0, le=1.0)
     narrow_share: float = Field(default=0.2, ge=0.0, le=1.0)
     difficulty_spread: float = Field(default=1.5, gt=0.0)
@@ -60,26 +69,26 @@ class DemoAgent:
     def __init__(self, settings: DemoSettings):
         self.settings = settings
 
-    def probability_of_reference(self, task: Task) -> float:
+    def probability_of_reference(self, task: Task, gain: float = 0.0) -> float:
         s = self.settings
-        p = 1 / (1 + math.exp(difficulty(task.id, s.difficulty_spread) - s.skill))
+        p = 1 / (1 + math.exp(difficulty(task.id, s.difficulty_spread) - s.skill - gain))
         return p * (1 - s.narrowing) if narrows_on(task.id, s.narrow_share) else p
 
-    def complete(self, task: Task, sample: int, seed: int) -> Completion:
+    def draw_program(self, task: Task, seed: int, gain: float = 0.0) -> str:
+        """The reference with probability_of_reference(task, gain), else one of its mutants,
+        drawn from `seed` alone."""
         if not task.reference:
             raise AgentError(f"task {task.id}: the demo agent needs a reference solution")
         rng = random.Random(seed)
         draw = rng.random()
         by_operator = _mutants_by_operator(task.prompt, task.reference)
-        if draw < self.probability_of_reference(task) or not by_operator:
-            text = task.reference
-        else:
-            # Operator first, then a mutant of it: constant shifts are the most numerous
-            # mutants and would otherwise crowd out every other kind of mistake.
-            text = rng.choice(rng.choice(by_operator))
-        tokens = len(text.split())
-        return Completion(text=text, tokens_in=len(task.prompt.split()), tokens_out=tokens)
+        if draw < self.probability_of_reference(task, gain) or not by_operator:
+            return task.reference
+        # Operator first, then a mutant of it: constant shifts are the most numerous mutants
+        # and would otherwise crowd out every other kind of mistake.
+        return rng.choice(rng.choice(by_operator))
 
-
-def make(settings: DemoSettings, context: AgentContext) -> DemoAgent:
-    return DemoAgent(settings)
+    def complete(self, task: Task, sample: int, seed: int) -> Completion:
+        text = self.draw_program(task, seed)
+        return Completion(text=text, tokens_in=len(task.prompt.split()),
+                          tokens_out=len(text.split()))

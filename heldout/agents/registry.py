@@ -13,7 +13,7 @@ from heldout.plugins import InvalidSettings, Plugin, Registry
 
 # A factory takes (validated settings, AgentContext) and returns an Agent.
 AGENT_KINDS = Registry("agent kind", [
-    Plugin("demo", "heldout.agents.demo:make", "DemoSettings"),
+    Plugin("demo", "heldout.agents.demo_policies:make", "DemoSettings"),
     Plugin("oracle", "heldout.agents.canaries:make_oracle", "AgentSettings"),
     Plugin("blind", "heldout.agents.canaries:make_blind", "AgentSettings"),
     Plugin("openai", "heldout.agents.openai:make", "OpenAISettings"),

@@ -38,6 +38,9 @@ ROW_COLUMNS = {
 }
 # Wall-clock columns: the only ones two runs of the same episodes may disagree on.
 TIMING_COLUMNS = ("agent_s", "exec_s", "step_timings")
+# Columns that hold what the agent wrote and was shown (test prompts, public-test output): the
+# test stage keeps them sealed and its rollout files leave them out.
+TEST_CONTENT_COLUMNS = ("completion", "trajectory")
 
 
 @dataclass(frozen=True)

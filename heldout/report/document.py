@@ -345,6 +345,7 @@ def _protocol(protocol: ProtocolCard, figures: Collection[str]) -> Section:
     for key in (key for key in ordered if key in protocol):
         fields = dict(protocol[key])
         table_rows = fields.pop("table", None) if key == "selection" else None
+        alarms = fields.pop("public_hidden_alarms", None) if key == "selection" else None
         blocks.append(Subheading(PROTOCOL_TITLES.get(key, key)))
         labels = FIELD_LABELS.get(key, {})
         rows = [[labels.get(name, name), value] for name, value in _flatten(fields)]
@@ -352,6 +353,8 @@ def _protocol(protocol: ProtocolCard, figures: Collection[str]) -> Section:
         metric = fields.get("metric", "score")
         if table_rows:
             blocks.append(_selection_table(table_rows, fields.get("chosen"), metric))
+        blocks += [Paragraph(f"Public-versus-hidden alarm, {name} (val): {reason}", "warning")
+                   for name, reason in (alarms or {}).items()]
         if key == "selection" and "val_selection" in figures:
             blocks.append(Figure("val_selection", f"Validation {metric} per checkpoint with 95% "
                                                   "intervals; the chosen checkpoint is marked."))
@@ -360,7 +363,8 @@ def _protocol(protocol: ProtocolCard, figures: Collection[str]) -> Section:
 
 def _selection_table(rows: list[dict[str, Any]], chosen: str | None, metric: str) -> Table:
     return Table(
-        ["checkpoint", f"val {metric}", "95% interval", "chosen"],
+        ["checkpoint", f"val {metric}", "95% interval", "public-vs-hidden alarm", "chosen"],
         [[row["checkpoint"], percent(row["value"]), interval_percent(row["low"], row["high"]),
+          "⚠ passes public, fails hidden" if row.get("public_hidden_alarm") else "",
           "◀ chosen" if row["checkpoint"] == chosen else ""] for row in rows],
     )
