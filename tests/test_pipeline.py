@@ -57,7 +57,8 @@ def stages_run(output: str) -> set[str]:
 
 def test_dvc_repro_runs_the_pipeline_then_only_what_changed(project: Path, fresh_env):
     checkpoints = {"base": {"agent": "demo", "skill": -0.5},
-                   "step_10": {"agent": "demo", "skill": 0.8}}
+                   "step_10": {"agent": "demo", "skill": 0.8},
+                   "hacker": {"agent": "demo", "policy": "hacker"}}
     cut_down(project, checkpoints)
     for cmd in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "init"]):
         assert run(cmd, project, fresh_env).returncode == 0
@@ -68,10 +69,20 @@ def test_dvc_repro_runs_the_pipeline_then_only_what_changed(project: Path, fresh
     key_file = Path(fresh_env["HOME"]) / ".config" / "heldout" / "test-key"
     assert f"heldout: created your test key in {key_file} (mode 0600)" in first.stderr
     assert stages_run(first.stdout) == {"split", "decontaminate", "rollouts@base",
-                                        "rollouts@step_10", "score", "select", "test", "report"}
+                                        "rollouts@step_10", "rollouts@hacker", "score",
+                                        "select", "test", "report"}
     scores = json.loads((project / "data/scores/val.json").read_text())
-    assert set(scores["checkpoints"]) == {"base", "step_10"}
-    assert "Verdict:" in (project / "reports/report.md").read_text()
+    assert set(scores["checkpoints"]) == {"base", "step_10", "hacker"}
+    # The public-test hacker trips the alarm; the honest checkpoint does not; both are shown.
+    assert {name: alarm["fired"] for name, alarm in scores["alarms"].items()} == {
+        "step_10": False, "hacker": True}
+    assert "score: ALARM hacker:" in first.stdout
+    selection = json.loads((project / "data/selection.json").read_text())
+    assert [row["checkpoint"] for row in selection["table"] if row["public_hidden_alarm"]] == [
+        "hacker"]
+    report = (project / "reports/report.md").read_text()
+    assert "Verdict:" in report
+    assert "Public-versus-hidden alarm, hacker (val):" in report
     audited = run(["heldout", "audit"], project, fresh_env)
     assert audited.returncode == 0, audited.stdout + audited.stderr
 

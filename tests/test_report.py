@@ -48,7 +48,8 @@ def rollouts(
             "completion": "", "completion_sha": "", "passed": passed, "public_passed": None,
             "status": statuses.get((task, sample), "ok"), "error": "", "finish_reason": "stop",
             "tokens_in": 0, "tokens_out": 0, "turns": 1, "agent_s": 0.0, "exec_s": 0.0,
-            "cost_usd": 0.0, "tool_calls": 1, "end_reason": "submitted", "trajectory": "[]", "step_timings": "[]",
+            "cost_usd": 0.0, "tool_calls": 1, "end_reason": "submitted", "trajectory": "[]",
+            "step_timings": "[]",
         }
         for task, episodes in outcomes.items()
         for sample, passed in enumerate(episodes)
@@ -228,7 +229,7 @@ def test_the_written_report_is_self_contained_and_carries_the_protocol_card(tmp_
     assert json.loads((tmp_path / "out/report.json").read_text()) == report.to_json()
     markdown = (tmp_path / "out/report.md").read_text()
     for shown in ("## Protocol card", "heldout-2026", "| sandbox.network | none |",
-                  "test set t-76ecd8e55597", "| fixed | 47.0% | [37.0%, 57.0%] | ◀ chosen |",
+                  "test set t-76ecd8e55597", "| fixed | 47.0% | [37.0%, 57.0%] |  | ◀ chosen |",
                   "figures/val_selection.png"):
         assert shown in markdown
     html = (tmp_path / "out/report.html").read_text()

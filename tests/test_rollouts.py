@@ -103,7 +103,8 @@ def test_rollout_table_has_the_contract_columns_and_order():
              "harness": "h", "completion": "", "completion_sha": "", "passed": False,
              "status": "ok", "error": "", "finish_reason": "stop", "tokens_in": 0,
              "tokens_out": 0, "turns": 1, "tool_calls": 1, "end_reason": "submitted",
-             "agent_s": 0.0, "exec_s": 0.0, "cost_usd": 0.0, "trajectory": "[]", "step_timings": "[]"}
+             "agent_s": 0.0, "exec_s": 0.0, "cost_usd": 0.0, "trajectory": "[]",
+             "step_timings": "[]"}
             for t, s in [("b", 1), ("a", 1), ("b", 0), ("a", 0)]]
     table = rollout_table("ck", rows)
     assert list(table.columns) == list(ROW_COLUMNS)

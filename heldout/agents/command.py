@@ -1,29 +1,54 @@
-"""`command`: any executable is an agent. Task JSON on stdin, completion on stdout."""
+"""`command`: any executable is an agent.
+
+`protocol: completion` (the default): one process per episode, the task view as JSON on stdin,
+the completion on stdout. `protocol: steps`: one process per episode that acts turn by turn,
+JSON Lines both ways (heldout.agents.steps; examples/README.md has the messages).
+"""
 
 from __future__ import annotations
 
 import json
 import shlex
 import subprocess
+from typing import Literal
 
 from pydantic import Field
 
-from heldout.agents.protocol import AgentContext, AgentSettings, Completion, task_view
+from heldout.agents.protocol import (
+    AgentContext,
+    AgentSettings,
+    Completion,
+    EpisodeBrief,
+    task_message,
+    task_view,
+)
+from heldout.agents.steps import ProcessSession
 from heldout.errors import AgentError
 from heldout.tasks.record import Task
 
 
 class CommandSettings(AgentSettings):
     command: str | list[str] = Field(description="argv list, or one string split like a shell")
-    timeout_s: float | None = Field(default=None, gt=0, description="default: harness timeout")
+    protocol: Literal["completion", "steps"] = Field(
+        default="completion",
+        description="completion: task JSON in, completion out; steps: JSON Lines, one action "
+                    "per turn (examples/README.md)")
+    timeout_s: float | None = Field(
+        default=None, gt=0,
+        description="completion: per episode; steps: per action; default: harness "
+                    "agent_timeout_s")
 
 
-class CommandAgent:
+class _Command:
     def __init__(self, settings: CommandSettings, context: AgentContext):
         command = settings.command
         self.argv = shlex.split(command) if isinstance(command, str) else list(command)
         self.timeout_s = settings.timeout_s or context.timeout_s
         self.cwd = context.project_root
+
+
+class CommandAgent(_Command):
+    """`protocol: completion`: a single-shot agent (it has `complete`, no `begin`)."""
 
     def complete(self, task: Task, sample: int, seed: int) -> Completion:
         try:
@@ -47,5 +72,16 @@ class CommandAgent:
         return Completion(text=done.stdout)
 
 
-def make(settings: CommandSettings, context: AgentContext) -> CommandAgent:
+class CommandStepAgent(_Command):
+    """`protocol: steps`: a multi-turn agent (it has `begin`, no `complete`); `timeout_s` is
+    per action."""
+
+    def begin(self, task: Task, sample: int, seed: int, brief: EpisodeBrief) -> ProcessSession:
+        return ProcessSession(self.argv, self.cwd, task_message(task, sample, seed, brief),
+                              self.timeout_s)
+
+
+def make(settings: CommandSettings, context: AgentContext) -> CommandAgent | CommandStepAgent:
+    if settings.protocol == "steps":
+        return CommandStepAgent(settings, context)
     return CommandAgent(settings, context)

@@ -89,8 +89,9 @@ class EpisodeBrief:
 
 class Session(Protocol):
     def act(self, observation: Observation | None, deadline_s: float) -> Action:
-        """One model call. `observation` is None on the first turn; the call must return
-        within `deadline_s` seconds (what is left of the episode's wall time)."""
+        """One model call. On the first turn `observation` carries the task prompt under the
+        harness template (its `tool` is None); the call must return within `deadline_s`
+        seconds (what is left of the episode's wall time)."""
         ...
 
     def close(self) -> None:

