@@ -37,7 +37,7 @@ _REQUEST_LIMIT = 1 << 20
 # What a stage imports, in the starter, before any fork. Nothing here may start a thread:
 # a fork copies only the forking thread.
 PRELOAD = ("flows.decontaminate", "flows.report", "flows.rollouts", "flows.score",
-           "flows.select", "flows.split", "flows.test", "mlflow",
+           "flows.select", "flows.sensitivity", "flows.split", "flows.test", "mlflow",
            "mlflow.tracking", "mlflow.store.tracking.sqlalchemy_store", "prefect.flow_engine",
            "matplotlib.figure", "matplotlib.backends.backend_agg", "scipy.stats",
            "pyarrow.parquet")

@@ -28,6 +28,11 @@ VAL_METRICS = Path("metrics/val.json")
 PASSK_CSV = Path("plots/val_passk.csv")
 PASSK_PNG = Path("plots/val_passk.png")
 
+# sensitivity (the harness sweep, val only; no stage reads these)
+SENSITIVITY = Path("data/sensitivity/val.json")
+SENSITIVITY_METRICS = Path("metrics/sensitivity.json")
+SENSITIVITY_PNG = Path("plots/sensitivity.png")
+
 # select, test, report
 SELECTION = Path("data/selection.json")
 TEST_ROLLOUTS = Path("data/test/rollouts")
@@ -43,9 +48,9 @@ TEST_METRICS = Path("metrics/test.json")
 __all__ = [
     "ACCESS", "DECONTAM_DIR", "DECONTAM_REPORT", "DECONTAM_TRAIN", "EXCLUDED", "FINGERPRINT_DIR",
     "LEDGER", "MANIFEST", "PARAMS_FILE", "PASSK_CSV", "PASSK_PNG", "PER_TASK", "REPORTS", "RERUNS",
-    "ROLLOUT_DIR", "SCORES", "SEALED_TEST", "SEALED_TEST_EPISODES", "SELECTION", "SPLIT_DIR",
-    "TEST_METRICS", "TEST_ROLLOUTS", "VAL_METRICS", "fingerprint_file", "rollout_file",
-    "split_file", "test_rollout_file",
+    "ROLLOUT_DIR", "SCORES", "SEALED_TEST", "SEALED_TEST_EPISODES", "SELECTION", "SENSITIVITY",
+    "SENSITIVITY_METRICS", "SENSITIVITY_PNG", "SPLIT_DIR", "TEST_METRICS", "TEST_ROLLOUTS",
+    "VAL_METRICS", "fingerprint_file", "rollout_file", "split_file", "test_rollout_file",
 ]
 
 

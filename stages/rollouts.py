@@ -25,6 +25,7 @@ from stages.common import (
     tracked_stage,
 )
 from stages.progress import EpisodeProgress
+from stages.traces import TracingConfig, log_episode_traces
 
 
 def run(
@@ -34,6 +35,7 @@ def run(
     params = read_params(root)
     harness = section(params, "harness", Harness)
     config = section(params, "rollouts", RolloutsConfig)
+    tracing = section(params, "tracing", TracingConfig)
     settings = checkpoint_settings(params, checkpoint)
     manifest = read_manifest(root)
     with tracked_stage(root, params, f"rollouts:{checkpoint}", "rollouts") as mlflow_run:
@@ -67,5 +69,9 @@ def run(
         mlflow_run.log_metrics(summary)
         mlflow_run.log_artifact(target, "rollouts")
         log_split_input(mlflow_run, root, manifest, "val", tasks)
-    return summary
+        # Built from the rows (resumed episodes included), on this thread, after the file is
+        # written: a reviewer reads them in this run's Traces tab. Never on the test split.
+        traced = log_episode_traces(mlflow_run, root, table, tasks, harness, tracing, "val")
+        mlflow_run.log_metrics(traced)
+    return summary | traced
 

@@ -1,7 +1,7 @@
 """MLflow: one run per stage execution, its outputs as artifacts, its inputs as datasets.
 
-The only module that imports mlflow, and only when a run starts: `heldout --help` and the pure
-core never pay its import time.
+With stages/traces.py (episode traces), the only module that imports mlflow, and only when a
+run starts: `heldout --help` and the pure core never pay its import time.
 """
 
 from __future__ import annotations

@@ -103,6 +103,9 @@ def configure_small_project(
     params["harness"]["n"] = n
     params["checkpoints"] = checkpoints
     params["base"] = next(iter(checkpoints))
+    # The sweep keeps the checkpoints that are still here (none: the reference alone).
+    sweep = params["sensitivity"]
+    sweep["checkpoints"] = [name for name in sweep["checkpoints"] if name in checkpoints]
     for name, values in sections.items():
         params[name].update(values)
     (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))

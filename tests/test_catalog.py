@@ -40,7 +40,8 @@ def catalog_outputs() -> set[str]:
         catalog.PASSK_PNG, catalog.SELECTION, catalog.test_rollout_file("candidate"),
         catalog.test_rollout_file("base"), catalog.SEALED_TEST_EPISODES, catalog.ACCESS,
         catalog.RERUNS, catalog.REPORTS,
-        catalog.TEST_METRICS,
+        catalog.TEST_METRICS, catalog.SENSITIVITY, catalog.SENSITIVITY_METRICS,
+        catalog.SENSITIVITY_PNG,
     }
     return {str(path) for path in files}
 

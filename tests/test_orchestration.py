@@ -149,9 +149,11 @@ def test_the_pipeline_flow_lets_dvc_decide_and_records_every_stage(
 
     first = pipeline_flow(root=str(project))
     stages = ["split", "decontaminate", "rollouts@base", "rollouts@late", "score", "select",
-              "test", "report"]
+              "sensitivity", "test", "report"]
     assert sorted(first["ran"]) == sorted(stages) and first["up_to_date"] == []
-    assert first["ran"][0] == "split" and first["ran"][-1] == "report"
+    order = first["ran"].index
+    assert order("split") == 0 and order("select") < order("test") < order("report")
+    assert order("decontaminate") < order("sensitivity")
     assert first["dvc_lock_sha256"] == sha256_hex((project / "dvc.lock").read_bytes())
     assert "Verdict:" in (project / "reports/report.md").read_text()
 
@@ -163,18 +165,19 @@ def test_the_pipeline_flow_lets_dvc_decide_and_records_every_stage(
     third = subprocess.run(["heldout", "pipeline"], cwd=project, env=alone,
                            capture_output=True, text=True, timeout=600)
     assert third.returncode == 0, third.stdout + third.stderr
-    assert "pipeline: 0 stages ran, 8 up to date" in third.stdout
+    assert "pipeline: 0 stages ran, 9 up to date" in third.stdout
     assert "Error logging to API" not in third.stdout + third.stderr
 
     runs = pipeline_runs()[already:]
-    assert [r.data.metrics["stages_ran"] for r in runs] == [8, 0, 0]
+    assert [r.data.metrics["stages_ran"] for r in runs] == [9, 0, 0]
     assert runs[0].data.metrics["stage_s.rollouts.base"] > 0
     assert runs[0].data.tags["heldout.dvc_lock"] == first["dvc_lock_sha256"]
     logged = mlflow.artifacts.load_dict(f"{runs[0].info.artifact_uri}/pipeline.json")
     assert logged["ran"] == first["ran"]
     # Every stage process ran as a flow run on the same API, tagged with the pipeline's run.
     assert flow_names_tagged(f"pipeline:{runs[0].data.tags['heldout.prefect_flow_run']}") == [
-        "decontaminate", "report", "rollouts", "rollouts", "score", "select", "split", "test"]
+        "decontaminate", "report", "rollouts", "rollouts", "score", "select", "sensitivity",
+        "split", "test"]
 
     # A stage that fails stops the pipeline: the summary names it and what it kept from running.
     set_params(project, "checkpoints", bad={"agent": "nonesuch"})

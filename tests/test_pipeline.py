@@ -70,7 +70,7 @@ def test_dvc_repro_runs_the_pipeline_then_only_what_changed(project: Path, fresh
     assert f"heldout: created your test key in {key_file} (mode 0600)" in first.stderr
     assert stages_run(first.stdout) == {"split", "decontaminate", "rollouts@base",
                                         "rollouts@step_10", "rollouts@hacker", "score",
-                                        "select", "test", "report"}
+                                        "select", "sensitivity", "test", "report"}
     scores = json.loads((project / "data/scores/val.json").read_text())
     assert set(scores["checkpoints"]) == {"base", "step_10", "hacker"}
     # The public-test hacker trips the alarm; the honest checkpoint does not; both are shown.

@@ -285,16 +285,10 @@ class Outcomes:
     all_fail: int
     all_fail_fraction: float
     failure_capable: int
-    errors: int
-    error_rate: float
-    timeouts: int
-    timeout_rate: float
-    truncations: int
-    truncation_rate: float
-    refusals: int
-    refusal_rate: float
-    budget_ends: int
-    budget_rate: float
+    # A count and a rate per way of failing (heldout.episodes.rows.FAILURES).
+    errors: int; error_rate: float; timeouts: int; timeout_rate: float  # noqa: E702
+    truncations: int; truncation_rate: float; refusals: int; refusal_rate: float  # noqa: E702
+    budget_ends: int; budget_rate: float  # noqa: E702
     design_effect: DesignEffect | None
 
     def to_json(self) -> dict[str, Any]:
