@@ -91,12 +91,14 @@ def test_dvc_repro_runs_the_pipeline_then_only_what_changed(project: Path, fresh
     assert stages_run(second.stdout) == set()
     assert "up to date" in second.stdout
 
-    # A new checkpoint runs its own rollouts and what reads all of them, nothing else; it wins
-    # on val, so the test stage refuses a second look at the test split without a reason.
+    # A new checkpoint runs its own rollouts and what reads all of them (the sweep reads
+    # params.checkpoints), nothing else; it wins on val, so the test stage refuses a second look
+    # at the test split without a reason.
     cut_down(project, {**checkpoints, "step_20": {"agent": "demo", "skill": 2.5}})
     third = run(["dvc", "repro"], project, fresh_env)
     assert third.returncode != 0
-    assert stages_run(third.stdout) == {"rollouts@step_20", "score", "select", "test"}
+    assert stages_run(third.stdout) == {"rollouts@step_20", "score", "select", "sensitivity",
+                                        "test"}
     assert "params.test.reaccess.reason" in third.stdout + third.stderr
     # DVC keeps the refused stage's persisted outputs: the report still has what it describes.
     kept = json.loads((project / "data/test/access.json").read_text())
