@@ -2,12 +2,20 @@
 
 Task hashes, split digests and (later) harness fingerprints all go through here, so two
 records that print the same JSON always get the same digest, on any machine and any run.
+
+Text safety, one rule: a Python str may hold code points UTF-8 cannot encode (a lone UTF-16
+surrogate, U+D800..U+DFFF, e.g. from a JSON escape "\\ud800" an agent or endpoint sent).
+`safe_text` replaces each with U+FFFD; a rollout row's text is made safe once, as the row is
+built, so what is hashed, judged and stored is the same text. `sha256_hex` itself never fails on
+text: it hashes a str's UTF-8 bytes with surrogates passed through ("surrogatepass"), so valid
+text hashes exactly as before and two distinct strings always hash apart.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -17,9 +25,24 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+REPLACEMENT = "\ufffd"
+
+
+def is_safe_text(text: str) -> bool:
+    """Whether the text encodes as UTF-8 (holds no lone surrogate)."""
+    return text.isascii() or _SURROGATE.search(text) is None
+
+
+def safe_text(text: str) -> str:
+    """The text with every code point UTF-8 cannot encode (a lone surrogate) replaced by
+    U+FFFD; valid text is returned unchanged."""
+    return text if is_safe_text(text) else _SURROGATE.sub(REPLACEMENT, text)
+
+
 def sha256_hex(data: str | bytes) -> str:
     if isinstance(data, str):
-        data = data.encode("utf-8")
+        data = data.encode("utf-8", "surrogatepass")
     return hashlib.sha256(data).hexdigest()
 
 

@@ -5,12 +5,19 @@ A chunk travels with everything a worker needs to run it (`EpisodeWork`: the che
 settings and the harness), and comes back as rows; the stage's own process commits them to the
 resume cache. A worker keeps the agent and sandbox it opened for later chunks of the same work,
 because opening a sandbox costs as much as running a dozen episodes.
+
+Every row is validated (heldout.episodes.rows.validate_row) before it is committed, and every
+cached row as it is read back: a row that comes back invalid from any worker is committed as an
+`error` row naming the field, and a stored row that is unreadable or invalid (written by an older
+heldout, or edited) is reported in one warning line and its episode run again, never a crash.
 """
 
 from __future__ import annotations
 
 import atexit
+import sys
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -22,6 +29,7 @@ from heldout.canonical import content_digest
 from heldout.episodes.cache import EpisodeCache
 from heldout.episodes.episode import Episode, run_episode
 from heldout.episodes.harness import Harness
+from heldout.episodes.rows import invalid_row, row_problems
 from heldout.sandbox.protocol import Sandbox
 
 
@@ -59,6 +67,10 @@ def run_chunk(work: EpisodeWork, episodes: Chunk) -> list[dict]:
         _RUNNERS.release(work)
 
 
+def warn_on_stderr(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr, flush=True)
+
+
 def collect_rollouts(
     work: EpisodeWork,
     episodes: list[Episode],
@@ -67,28 +79,70 @@ def collect_rollouts(
     key_of: Callable[[Episode], str],
     chunk_size: int,
     on_done: Callable[[dict, bool], None] = lambda row, cached: None,
+    warn: Callable[[str], None] = warn_on_stderr,
 ) -> list[dict]:
     """Every episode's row: from the cache when it finished before, else run in chunks by
-    `execute`, each chunk committed to the cache the moment it comes back."""
+    `execute`, each chunk validated and committed to the cache the moment it comes back.
+    Cached rows that cannot be used are run again, and `warn` is told once how many and why."""
     keys = {id(e): key_of(e) for e in episodes}
-    cached = cache.get_many(list(keys.values()))
+    fingerprint = work.harness.fingerprint()
+    found = cache.read(list(keys.values()))
+    rejected = Counter(found.unreadable.values())
     rows: list[dict] = []
     pending = []
     for episode in episodes:
-        if keys[id(episode)] in cached:
-            row = cached[keys[id(episode)]]
+        row = found.rows.get(keys[id(episode)])
+        problems = [] if row is None else _episode_problems(episode, fingerprint, row)
+        if row is not None and not problems:
             rows.append(row)
             on_done(row, True)
-        else:
-            pending.append(episode)
+            continue
+        if problems:
+            rejected[problems[0]] += 1
+        pending.append(episode)
+    if rejected:
+        warn(_rejected_line(cache, rejected))
     chunks = chunked(pending, chunk_size)
     for index, chunk_rows in execute(work, chunks):
-        cache.put_many([(keys[id(e)], row)
-                        for e, row in zip(chunks[index], chunk_rows, strict=True)])
-        for row in chunk_rows:
+        checked = [_checked(e, fingerprint, row)
+                   for e, row in zip(chunks[index], chunk_rows, strict=True)]
+        cache.put_many([(keys[id(e)], row) for e, row in zip(chunks[index], checked, strict=True)])
+        for row in checked:
             rows.append(row)
             on_done(row, False)
     return rows
+
+
+def _identity(episode: Episode, fingerprint: str) -> dict[str, Any]:
+    return {"task_id": episode.task.id, "sample": episode.sample, "seed": episode.seed,
+            "harness": fingerprint}
+
+
+def _episode_problems(episode: Episode, fingerprint: str, row: Any) -> list[str]:
+    """What is wrong with a row as this episode's: as a row, or as another episode's."""
+    problems = row_problems(row)
+    if problems:
+        return problems
+    return [f"field '{column}': {row[column]!r} is not this episode's {expected!r}"
+            for column, expected in _identity(episode, fingerprint).items()
+            if row[column] != expected]
+
+
+def _checked(episode: Episode, fingerprint: str, row: Any) -> dict:
+    """The row as it came back, or the error row that stands for it (heldout.episodes.rows)."""
+    problems = _episode_problems(episode, fingerprint, row)
+    return invalid_row(_identity(episode, fingerprint), problems) if problems else row
+
+
+def _rejected_line(cache: EpisodeCache, rejected: Counter[str]) -> str:
+    total = sum(rejected.values())
+    ranked = sorted(rejected.items(), key=lambda item: (-item[1], item[0]))
+    reasons = [f"{reason} ({count})" for reason, count in ranked[:3]]
+    if len(rejected) > 3:
+        reasons.append(f"and {len(rejected) - 3} other reasons")
+    episodes = "episode" if total == 1 else "episodes"
+    return (f"{cache.path}: {total} stored {episodes} could not be used and will run again: "
+            + "; ".join(reasons))
 
 
 def in_threads(workers: int) -> ChunkExecutor:

@@ -4,13 +4,23 @@ reported as a rate. Every reader (counts, scores, stages, the report) takes them
 
 A row whose agent or scorer failed still counts in the denominator: its status says why, and
 `passed` is False.
+
+No row is trusted: an agent reports its own tokens and cost, and a cache file can be edited.
+`validate_row` checks a row against ROW_COLUMNS before it is committed to the resume cache and
+when it is read back; a row that fails becomes an `error` row that says which field was wrong
+(`invalid_row`), so a bad number or a lone surrogate can never break the rollout table.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
+
+from heldout.canonical import is_safe_text, sha256_hex
 
 ROW_COLUMNS = {
     "checkpoint": "string",
@@ -71,3 +81,105 @@ def rollout_table(checkpoint: str, rows: list[dict]) -> pd.DataFrame:
                          columns=list(ROW_COLUMNS))
     table = table.astype(ROW_COLUMNS).sort_values(["task_id", "sample"], ignore_index=True)
     return table
+
+
+# --- validation ------------------------------------------------------------------------------
+
+INT64_MAX = 2**63 - 1
+MAX_TOKENS = 10**12
+# Inclusive ranges of the integer columns (every one fits int64).
+INT_RANGES = {"sample": (0, INT64_MAX), "seed": (0, INT64_MAX), "tokens_in": (0, MAX_TOKENS),
+              "tokens_out": (0, MAX_TOKENS), "turns": (0, INT64_MAX),
+              "tool_calls": (0, INT64_MAX)}
+# The columns that say which episode a row is; an invalid row keeps them.
+IDENTITY_COLUMNS = ("task_id", "sample", "seed", "harness")
+_EXPECTED = {"string": "a string", "int64": "an integer", "float64": "a number",
+             "bool": "true or false", "boolean": "true, false or null"}
+
+
+def row_problems(row: Mapping[str, Any]) -> list[str]:
+    """What is wrong with a row, one message per field, in column order (empty: it is valid).
+    `checkpoint` may be absent (rollout_table adds it); other keys are ignored."""
+    if not isinstance(row, Mapping):
+        return [f"expected a row (an object), got {type(row).__name__}"]
+    problems = []
+    for column, dtype in ROW_COLUMNS.items():
+        if column not in row:
+            if column != "checkpoint":
+                problems.append(f"field '{column}': missing")
+            continue
+        problem = _field_problem(column, dtype, row[column])
+        if problem:
+            problems.append(f"field '{column}': {problem}")
+    return problems
+
+
+def _field_problem(column: str, dtype: str, value: Any) -> str | None:
+    if dtype == "string":
+        if not isinstance(value, str):
+            return _wrong_type(dtype, value)
+        if not is_safe_text(value):
+            return "not valid UTF-8 text (it holds a lone surrogate)"
+        if column == "status" and value not in STATUSES:
+            return f"{_show(value)} is not one of {', '.join(STATUSES)}"
+        return None
+    if dtype in ("bool", "boolean"):
+        if isinstance(value, bool) or (value is None and dtype == "boolean"):
+            return None
+        return _wrong_type(dtype, value)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return _wrong_type(dtype, value)
+    if dtype == "int64":
+        if not isinstance(value, int):
+            return _wrong_type(dtype, value)
+        low, high = INT_RANGES[column]
+        return None if low <= value <= high else f"{_show(value)} is outside {low}..{high}"
+    try:
+        number = float(value)
+    except OverflowError:
+        return f"{_show(value)} is too large for a number"
+    if not math.isfinite(number):
+        return f"{_show(value)} is not a finite number"
+    return None if number >= 0 else f"{_show(value)} is negative"
+
+
+def _wrong_type(dtype: str, value: Any) -> str:
+    return f"expected {_EXPECTED[dtype]}, got {type(value).__name__}"
+
+
+def _show(value: Any) -> str:
+    """A value for a message, short whatever it is (a 10**5000 int has no str())."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**30:
+        return f"an integer of {math.floor(math.log10(abs(value))) + 1} digits"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def invalid_row(identity: Mapping[str, Any], problems: list[str]) -> dict[str, Any]:
+    """The error row that stands for a row that failed validation: the episode's identity,
+    numbers zeroed, no completion or trajectory (nothing the agent claimed is kept), and the
+    problems as its error."""
+    return {
+        **{column: identity[column] for column in IDENTITY_COLUMNS},
+        "completion": "", "completion_sha": sha256_hex(""), "passed": False,
+        "public_passed": None, "status": "error",
+        "error": ("invalid row: " + "; ".join(problems))[:2000], "finish_reason": "",
+        "tokens_in": 0, "tokens_out": 0, "turns": 0, "tool_calls": 0, "end_reason": "error",
+        "agent_s": 0.0, "exec_s": 0.0, "cost_usd": 0.0, "trajectory": "[]",
+        "step_timings": "[]",
+    }
+
+
+def validate_row(row: Mapping[str, Any], identity: Mapping[str, Any] | None = None) -> dict:
+    """The row if it is valid, else its error row (invalid_row). `identity` names the episode
+    (task_id, sample, seed, harness) when the row's own cannot be trusted; by default the
+    row's own, which then must be valid."""
+    problems = row_problems(row)
+    if not problems:
+        return dict(row)
+    if identity is None:
+        bad = [c for c in IDENTITY_COLUMNS if any(p.startswith(f"field '{c}':") for p in problems)]
+        if bad or not isinstance(row, Mapping):
+            raise ValueError(f"a row without a valid identity: {'; '.join(problems)}")
+        identity = row
+    return invalid_row(identity, problems)

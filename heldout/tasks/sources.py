@@ -6,12 +6,20 @@ its own `public_tests` field, as written.
 
 Loading validates every line and reports every problem at once, each with its line and
 field, because a task file is usually fixed in one sitting by someone who just exported it.
+
+A line is checked before it is parsed, as it is parsed and as a record (heldout.tasks.record):
+nested at most MAX_DEPTH levels (counted on the text first: the JSON parser recurses), numbers
+finite (Python's json would take NaN, Infinity and 1e999), integers of at most 4000 digits,
+strings valid text (no lone surrogate from a \\ud800 escape), then the record's own rules.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from heldout.errors import InputFileError, Problem
 from heldout.tasks.kinds import DEFAULT_KIND, TASK_KINDS
 from heldout.tasks.public_tests import read_public_tests
-from heldout.tasks.record import NonBlank, Task
+from heldout.tasks.record import MAX_DEPTH, NonBlank, Task, text_problem
 
 HUMANEVAL = "humaneval"
 
@@ -122,18 +130,135 @@ def _parse_line(raw: bytes, number: int) -> Task | list[Problem] | None:
         ]
     if not text.strip():
         return None
+    too_deep = _depth_problem(text, number)
+    if too_deep:
+        return [too_deep]
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_constant=_constant, parse_float=_float, parse_int=_int)
     except json.JSONDecodeError as error:
         return [Problem(number, None, f"invalid JSON at column {error.colno}: {error.msg}")]
+    except (ValueError, RecursionError) as error:  # the depth check makes these unexpected
+        return [Problem(number, None, f"invalid JSON: {type(error).__name__}")]
     if not isinstance(value, dict):
         return [Problem(number, None, f"expected a JSON object, got {_json_type(value)}")]
+    problems, bad = _data_problems(value, number)
     try:
-        return _schema(value).model_validate(value)
+        task = _schema(value).model_validate(value)
     except ValidationError as error:
-        # A missing group is copied from id: its errors are id's, reported once under id.
-        details = [d for d in error.errors() if "group" in value or d["loc"][:1] != ("group",)]
-        return [_problem_from(number, detail) for detail in details]
+        # A missing group is copied from id: its errors are id's, reported once under id. A
+        # field the data check reported (a NaN, a lone surrogate) is not reported again.
+        details = [d for d in error.errors()
+                   if ("group" in value or d["loc"][:1] != ("group",))
+                   and not any(_overlaps(d["loc"], path) for path in bad)]
+        return problems + [_problem_from(number, detail) for detail in details]
+    except RecursionError:  # a kind's validator parsing JSON text held in a field (its tests)
+        return [*problems, Problem(number, None, "a field's text (JSON its kind parses, such as "
+                                                 "its tests) is nested too deeply to parse")]
+    return problems or task
+
+
+# --- checks on the JSON itself, before the record's ----------------------------------------
+
+_TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}:]')
+MAX_INT_DIGITS = 4000
+
+
+@dataclass(frozen=True)
+class _Refused:
+    """A number heldout refuses, left in the parsed value for the data check to report."""
+
+    message: str
+
+
+def _constant(name: str) -> _Refused:
+    return _Refused(f"non-finite number {name}: numbers must be finite")
+
+
+def _float(literal: str) -> float | _Refused:
+    value = float(literal)
+    if math.isfinite(value):
+        return value
+    shown = literal if len(literal) <= 30 else literal[:27] + "..."
+    return _Refused(f"non-finite number {shown} (past the largest float): numbers must be finite")
+
+
+def _int(literal: str) -> int | _Refused:
+    if len(literal.lstrip("-")) > MAX_INT_DIGITS:
+        return _Refused(f"an integer of {len(literal.lstrip('-'))} digits: at most "
+                        f"{MAX_INT_DIGITS} digits")
+    return int(literal)
+
+
+def _depth_problem(text: str, number: int) -> Problem | None:
+    """The line nested deeper than MAX_DEPTH, counted on the text (no recursion), named by the
+    record's field that holds the deep part."""
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return None
+    depth, key, last = 0, None, None
+    for match in _TOKENS.finditer(text):
+        token = match.group()
+        if token in ("[", "{"):
+            depth += 1
+            if depth > MAX_DEPTH:
+                return Problem(number, key, f"nested deeper than {MAX_DEPTH} levels of arrays "
+                                            "and objects")
+        elif token in ("]", "}"):
+            depth -= 1
+        elif token == ":":
+            if depth == 1 and last is not None:
+                key = _display(_string(last))
+        else:
+            last = token if depth == 1 else None
+    return None
+
+
+def _string(token: str) -> str:
+    try:
+        return json.loads(token)
+    except ValueError:
+        return token[1:-1]
+
+
+def _data_problems(record: dict[str, Any], number: int) -> tuple[list[Problem], list[tuple]]:
+    """Refused numbers and strings that are not text anywhere in the record, each with its
+    path, in the order they appear; and the paths."""
+    problems: list[Problem] = []
+    paths: list[tuple] = []
+
+    def report(path: tuple, message: str) -> None:
+        paths.append(path)
+        problems.append(Problem(number, _field(path), message))
+
+    stack: list[tuple[tuple, Any]] = [((), record)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, _Refused):
+            report(path, item.message)
+        elif isinstance(item, str) and text_problem(item):
+            report(path, str(text_problem(item)))
+        elif isinstance(item, dict):
+            for key in item:
+                if text_problem(key):
+                    report((*path, key), f"the field's name {text_problem(key)}")
+            stack.extend(((*path, key), inner) for key, inner in reversed(item.items())
+                         if not text_problem(key))
+        elif isinstance(item, list):
+            stack.extend(((*path, index), item[index]) for index in reversed(range(len(item))))
+    return problems, paths
+
+
+def _overlaps(loc: tuple, path: tuple) -> bool:
+    """Whether a schema error at `loc` is about the part at `path` (or holds it)."""
+    return not loc or loc[:len(path)] == path or path[:len(loc)] == tuple(loc)
+
+
+def _display(name: str) -> str:
+    """A name from the file as a message can show it: escaped unless plainly printable."""
+    return name if name.isprintable() else repr(name)[1:-1]
+
+
+def _field(path: tuple) -> str | None:
+    return ".".join(_display(str(part)) for part in path) or None
 
 
 def _schema(record: dict[str, Any]) -> type[Task]:
@@ -144,7 +269,7 @@ def _schema(record: dict[str, Any]) -> type[Task]:
 
 
 def _problem_from(number: int, detail: dict[str, Any]) -> Problem:
-    field = ".".join(str(part) for part in detail["loc"]) or None
+    field = _field(tuple(detail["loc"]))
     kind, given = detail["type"], detail.get("input")
     if kind == "missing":
         message = "required field is missing"
