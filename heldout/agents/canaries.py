@@ -6,6 +6,8 @@ sandbox or the tasks are broken, and that must never pass for a bad (or good) mo
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from heldout.agents.protocol import AgentContext, AgentSettings, Completion
 from heldout.errors import AgentError
 from heldout.tasks.record import Task
@@ -19,10 +21,20 @@ class OracleAgent:
 
 
 class BlindAgent:
-    """A body that does nothing, indented like the function it completes."""
+    """An answer that does nothing, in the shape the task's kind asks for: a function body of
+    `pass` indented like the function it completes; a program that reads its input and prints
+    nothing."""
 
     def complete(self, task: Task, sample: int, seed: int) -> Completion:
-        return Completion(text=f"{body_indent(task)}pass\n")
+        if task.kind not in BLIND_ANSWERS:
+            raise AgentError(f"task {task.id}: no blind answer for kind {task.kind!r}")
+        return Completion(text=BLIND_ANSWERS[task.kind](task))
+
+
+BLIND_ANSWERS: dict[str, Callable[[Task], str]] = {
+    "python-function": lambda task: f"{body_indent(task)}pass\n",
+    "python-program": lambda task: "import sys\n\nsys.stdin.read()\n",
+}
 
 
 def body_indent(task: Task) -> str:

@@ -31,6 +31,7 @@ from pydantic import Field
 from heldout.agents.mutation import mutants
 from heldout.agents.protocol import AgentSettings, Completion
 from heldout.errors import AgentError
+from heldout.tasks.kinds import task_kind
 from heldout.tasks.record import Task
 
 
@@ -81,7 +82,9 @@ class DemoAgent:
             raise AgentError(f"task {task.id}: the demo agent needs a reference solution")
         rng = random.Random(seed)
         draw = rng.random()
-        by_operator = _mutants_by_operator(task.prompt, task.reference)
+        # A whole program is mutated alone; a function body, in the context of its signature.
+        context = task.prompt if task_kind(task.kind).completes_prompt else ""
+        by_operator = _mutants_by_operator(context, task.reference)
         if draw < self.probability_of_reference(task, gain) or not by_operator:
             return task.reference
         # Operator first, then a mutant of it: constant shifts are the most numerous mutants

@@ -30,6 +30,8 @@ from heldout.agents.protocol import (
     EpisodeBrief,
     Observation,
 )
+from heldout.tasks.kinds import task_kind
+from heldout.tasks.python_program import parse_cases
 from heldout.tasks.record import Task
 
 __all__ = ["DemoSettings", "make"]
@@ -97,8 +99,12 @@ class DemoSession:
 
 def lookup_table_body(task: Task) -> str:
     """A function body that returns each public test's expected output for its inputs and None
-    for anything else: what a policy that learned the visible checks instead of the task
-    writes."""
+    for anything else (for a whole-program kind, a program that prints the output of each
+    public input and nothing otherwise): what a policy that learned the visible checks instead
+    of the task writes."""
+    if not task_kind(task.kind).completes_prompt:
+        seen = {case["input"]: case["output"] for case in parse_cases(task.public_tests or "[]")}
+        return f"import sys\nsys.stdout.write({seen!r}.get(sys.stdin.read(), ''))\n"
     indent = body_indent(task)
     names = _parameter_names(task)
     table = {repr(inputs): expected for inputs, expected in _public_cases(task)}

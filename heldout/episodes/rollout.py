@@ -21,6 +21,8 @@ from heldout.episodes.chunks import (
 )
 from heldout.episodes.episode import episode_key_for, plan_episodes
 from heldout.episodes.harness import Harness
+from heldout.errors import ParamsError
+from heldout.tasks.kinds import task_kind
 from heldout.tasks.record import Task
 
 
@@ -56,6 +58,17 @@ def agent_context(harness: Harness, root: Path) -> AgentContext:
     )
 
 
+def check_scorer_version(tasks: list[Task], harness: Harness) -> None:
+    """The harness's scorer_version must be the one of the tasks' kind: it is what the
+    fingerprint says a pass means."""
+    versions = sorted({task_kind(task.kind).scorer_version for task in tasks})
+    if versions and versions != [harness.scorer_version]:
+        raise ParamsError(
+            f"params.yaml: harness.scorer_version: {harness.scorer_version!r}, but these tasks "
+            f"are scored by {', '.join(versions)}; set it to "
+            f"{versions[0] if len(versions) == 1 else 'one of them, with one kind per task set'}")
+
+
 def roll_out(
     root: Path, label: str, settings: dict[str, Any], tasks: list[Task], harness: Harness,
     config: RolloutsConfig, observer: EpisodeObserver, execute: ChunkExecutor | None = None,
@@ -65,6 +78,7 @@ def roll_out(
     rest run in chunks by `execute` (default: rollouts.concurrency threads of this process).
     With `sealing_key`, the cache keeps these episodes encrypted (heldout.episodes.cache);
     `rerun` > 0 draws every episode's seed anew (heldout.episodes.seeds), for the noise floor."""
+    check_scorer_version(tasks, harness)
     work = EpisodeWork(label, settings, agent_context(harness, root), harness)
     make_agent(label, settings, work.context)  # bad settings fail here, before any chunk ships
     episodes = plan_episodes(tasks, harness, rerun)

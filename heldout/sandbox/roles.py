@@ -14,6 +14,9 @@ A judged program is two processes, each a fork of the runner as a user of its ow
   entry point to a proxy that calls the candidate, runs the tests and writes the verdict to the
   runner. Only plain data crosses from the candidate, so no object of the candidate's (a lying
   `__eq__`, a subclass, a raising `__repr__`) ever runs in the judge.
+A `python-program` task (heldout/tasks/python_program.py) is judged the same way: its candidate
+runs the program once per call, in a fork, on the case's input; its judge's tests give each call
+a deadline of its own (`Candidate.within`) and end with a verdict of their own (`Candidate.fail`).
 """
 
 import atexit
@@ -213,6 +216,17 @@ class Candidate:
         except codec.CodecError as error:
             raise CallFailed(f"the candidate's answer is not plain data: {error}") from None
         return self._unpack(answer)
+
+    def within(self, seconds):
+        """This proxy with a deadline `seconds` from now, or the program's where that comes
+        first: a judge that asks once per test case gives each case its own time limit."""
+        return Candidate(self.__name__, self._calls, self._answers,
+                         min(self._deadline, time.monotonic() + seconds), self._codec)
+
+    @staticmethod
+    def fail(reason, kind="failed"):
+        """End the tests with this verdict ("failed", "timeout" or "oom") and reason."""
+        raise CallFailed(reason, kind)
 
     def _unpack(self, answer):
         shape = (type(answer) is list and len(answer) >= 2

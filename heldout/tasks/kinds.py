@@ -16,6 +16,7 @@ DEFAULT_KIND = "python-function"
 # A kind's target is its module's TaskKind; its settings model is its tasks' schema.
 TASK_KINDS = Registry("task kind", [
     Plugin(DEFAULT_KIND, "heldout.tasks.python_function:KIND", "Task"),
+    Plugin("python-program", "heldout.tasks.python_program:KIND", "ProgramTask"),
 ])
 
 
@@ -27,6 +28,9 @@ class TaskKind:
     # (task, completion) -> the program the sandbox runs; a judged program carries the trusted
     # part (the tests) apart from the code under judgement (heldout.sandbox.protocol.Program).
     build_program: Callable[..., Program]
+    # Whether a completion continues the prompt's code (a function's body after its signature)
+    # rather than being a program of its own: what code-aware agents and tools build upon.
+    completes_prompt: bool = True
 
 
 def task_kind(name: str) -> TaskKind:
