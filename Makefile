@@ -1,6 +1,7 @@
 # Two commands set up everything on a fresh machine with Python 3.11 and git:
 #   make repro   create .venv, install the locked project, run the whole pipeline
 #   make test    create .venv if needed, run the tests
+# Both also vendor Vega for offline `dvc plots show` pages (npm; skipped, saying so, without it).
 SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 UV_VERSION := 0.13.8
@@ -20,15 +21,15 @@ export NO_PROXY := 127.0.0.1,localhost$(if $(NO_PROXY),$(comma)$(NO_PROXY))
 export UV_COMPILE_BYTECODE := 1
 export PATH := $(BIN):$(PATH)
 
-.PHONY: repro test lint lock venv ui prefect-server serve clean
+.PHONY: repro test lint lock venv vega ui prefect-server serve clean
 
 # `dvc repro` as the pipeline flow: one Prefect API server for every stage (heldout pipeline).
-repro: $(VENV)/.installed
+repro: $(VENV)/.installed vega
 	heldout pipeline
 
 # As root, the docker backend's tests run against a Podman engine started here (CI starts it in
 # .ci/run and exports DOCKER_HOST, so this starts nothing there); elsewhere they skip, saying why.
-test: $(VENV)/.installed
+test: $(VENV)/.installed vega
 	@if [ "$$(id -u)" = 0 ] && [ -z "$${DOCKER_HOST:-}" ] && engine=$$(scripts/container-engine.sh); then \
 		eval "$$engine"; trap 'scripts/container-engine.sh stop' EXIT; fi; \
 	python -m pytest -q $(PYTEST_ARGS)
@@ -50,16 +51,30 @@ serve: $(VENV)/.installed
 lint: $(VENV)/.installed
 	ruff check heldout stages flows tests benchmarks
 
-venv: $(VENV)/.installed
+venv: $(VENV)/.installed vega
 
 # The lock pins every package with its hashes; `make lock` refreshes it from pyproject.toml.
+# uv's own output is a line per package, so it installs quietly between two lines of ours; a
+# dry run first says what is missing (nothing: no line at all).
 $(VENV)/.installed: pyproject.toml requirements.lock
-	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	@test -x $(VENV)/bin/python || { echo "heldout: creating $(VENV) with $(PYTHON)"; $(PYTHON) -m venv $(VENV); }
 	@$(VENV)/bin/python -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "heldout needs Python 3.11: run make PYTHON=/path/to/python3.11")'
-	@test -x $(VENV)/bin/uv || $(VENV)/bin/python -m pip install -q uv==$(UV_VERSION)
-	$(VENV)/bin/uv pip install -q --python $(VENV)/bin/python --require-hashes -r requirements.lock
-	$(VENV)/bin/uv pip install -q --python $(VENV)/bin/python --no-deps -e .
+	@test -x $(VENV)/bin/uv || { echo "heldout: installing uv $(UV_VERSION) into $(VENV)"; $(VENV)/bin/python -m pip install -q uv==$(UV_VERSION); }
+	@uv="$(VENV)/bin/uv pip install -q --python $(VENV)/bin/python"; \
+	count=$$($(VENV)/bin/uv pip install --dry-run --python $(VENV)/bin/python --require-hashes -r requirements.lock 2>&1 \
+		| sed -n 's/^Would install \([0-9]*\) package.*/\1/p'); \
+	if [ -n "$$count" ]; then \
+		echo "heldout: installing $$count locked packages into $(VENV) (a minute or two on a first install)..."; \
+	fi; \
+	start=$$(date +%s); \
+	$$uv --require-hashes -r requirements.lock && $$uv --no-deps -e . || exit 1; \
+	if [ -n "$$count" ]; then echo "heldout: ... done in $$(( $$(date +%s) - start )) s"; fi
 	@touch $@
+
+# Vega, Vega-Lite and Vega-Embed from the npm registry (pinned, hash-checked) inlined into DVC's
+# page template, so `dvc plots show` pages render offline; nothing to do when already there.
+vega: $(VENV)/.installed
+	@scripts/vendor_vega.sh
 
 lock: $(VENV)/.installed
 	uv pip compile --python-version 3.11 pyproject.toml --extra dev --generate-hashes --no-header -o requirements.lock

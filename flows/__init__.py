@@ -8,6 +8,9 @@ from typing import Any
 
 # The pipeline flow run's id, which the stage processes it starts tag their flow runs with.
 PIPELINE_RUN_ENV = "HELDOUT_PIPELINE_RUN"
+# Where a stage process under the pipeline leaves its user error for the pipeline to print once,
+# last (flows/cli.py `main`, flows/pipeline.py); unset, it prints the error itself.
+ERROR_FILE_ENV = "HELDOUT_ERROR_FILE"
 
 
 def stage_flow(stage: ModuleType, **options: Any) -> Any:

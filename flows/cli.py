@@ -15,7 +15,10 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
+from flows import ERROR_FILE_ENV, PIPELINE_RUN_ENV, samples_cli
+from flows.terminal import quiet_console, quiet_environment, set_verbose
 from flows.warm import WARM_ENV
 from heldout.errors import HeldoutError, StageError
 
@@ -30,6 +33,16 @@ tasks_app = typer.Typer(help="Inspect and validate task files.", no_args_is_help
 app.add_typer(tasks_app, name="tasks")
 stderr = Console(stderr=True)
 stdout = Console()
+
+
+@app.callback()
+def options(
+    verbose: Annotated[bool, typer.Option(
+        "--verbose", "-v", help="Also Prefect's per-run log lines and DVC's own (as "
+                                "HELDOUT_VERBOSE=1 does).")] = False,
+) -> None:
+    set_verbose(verbose)
+    quiet_environment()  # before prefect or mlflow is imported, here or in a process it starts
 
 
 def available_stages() -> list[str]:
@@ -50,26 +63,37 @@ def stage(
         str | None, typer.Option(help="The checkpoint, for stages run once per checkpoint.")
     ] = None,
 ) -> None:
-    """Run one pipeline stage as a Prefect flow (what dvc.yaml calls)."""
+    """Run one pipeline stage (what dvc.yaml calls): as a Prefect flow when there is a Prefect
+    API (the pipeline's, or PREFECT_API_URL), else as a plain function, without a server."""
+    from flows.params import check_params_file, prefect_wanted
     from heldout.environment import apply_defaults, find_project_root
 
-    apply_defaults(find_project_root())
+    root = find_project_root()
+    apply_defaults(root)
     if name not in available_stages():
         raise StageError(
             f"unknown stage '{name}'; the stages are: {', '.join(available_stages())}"
         )
+    pipeline_run = os.environ.get(PIPELINE_RUN_ENV)
+    if name == "split" and not pipeline_run:
+        # The first stage `dvc repro` runs: all of params.yaml, before anything is written
+        # (the pipeline checked it already, before any stage).
+        check_params_file(root)
+    arguments = {} if checkpoint is None else {"checkpoint": checkpoint}
+    if not prefect_wanted(root):
+        # No Prefect API and not under the pipeline (a bare `dvc repro`, `dvc exp run`):
+        # Prefect would start a temporary server for this one process (7-8 s a stage, NOTES.md)
+        # only to record a flow run nobody can look at afterwards. The stage runs as it does in
+        # its flow, its episodes on threads; MLflow and the test-access ledger are the stage's.
+        importlib.import_module(f"stages.{name}").run(**arguments)
+        return
     module = importlib.import_module(f"flows.{name}")
     flow = getattr(module, f"{name}_flow")
     from prefect import tags
 
-    from flows import PIPELINE_RUN_ENV
-
-    pipeline_run = os.environ.get(PIPELINE_RUN_ENV)
+    quiet_console()
     with tags(*([f"pipeline:{pipeline_run}"] if pipeline_run else [])):
-        if checkpoint is None:
-            flow()
-        else:
-            flow(checkpoint=checkpoint)
+        flow(**arguments)
 
 
 @app.command()
@@ -82,14 +106,28 @@ def pipeline(
     ] = False,
 ) -> None:
     """`dvc repro` as one Prefect flow: DVC decides what is stale; every stage reports to one
-    Prefect API (PREFECT_API_URL, else a private server for this run); MLflow gets a summary."""
+    Prefect API (PREFECT_API_URL, else a private server for this run); MLflow gets a summary.
+    params.yaml is checked whole before any stage runs; with nothing stale, nothing starts."""
     from heldout.environment import apply_defaults, find_project_root
+    from stages.params_check import check_names, read_params
 
     root = find_project_root()
     apply_defaults(root)
+    check_names(read_params(root))  # what DVC needs to expand dvc.yaml
+    from flows.plan import plan
+
+    found = plan(root, targets or None, force)
+    if found.stale is None:
+        stdout.print(f"pipeline: nothing to do, {len(found.planned)} stages up to date",
+                     highlight=False)
+        return
+    from flows.params import check_params_file
+
+    check_params_file(root)
     from flows.pipeline import pipeline_flow
     from flows.server import prefect_api
 
+    quiet_console()
     with prefect_api():
         summary = pipeline_flow(targets=targets or None, force=force, root=str(root))
     counts = summary["counts"]
@@ -133,12 +171,14 @@ def tasks_validate(
 
 @app.command()
 def compare(
-    base: Annotated[Path, typer.Argument(metavar="A.parquet", help="The base's rollouts.")],
-    candidate: Annotated[
-        Path, typer.Argument(metavar="B.parquet", help="The candidate's rollouts.")
-    ],
+    base: Annotated[Path, typer.Argument(
+        metavar="A", help="The base: a rollout file (.parquet) or a samples file (.jsonl, "
+                          ".jsonl.gz: task_id, completion[, sample]).")],
+    candidate: Annotated[Path, typer.Argument(
+        metavar="B", help="The candidate, the same way.")],
     out: Annotated[
-        Path, typer.Option(help="Folder for report.md, report.html, report.json, figures/.")
+        Path, typer.Option(help="Folder for report.md, report.html, report.json, figures/ "
+                                "(and scored/: samples files scored, reused when unchanged).")
     ],
     sample: Annotated[
         int, typer.Option(help="Sample index of the episode the exact McNemar test uses.")
@@ -161,11 +201,20 @@ def compare(
         typer.Option(help="Another run of A under new seeds on the same tasks (repeat: A and "
                           "2 reruns make the 3 runs a noise floor needs)."),
     ] = None,
+    tasks: samples_cli.TasksOption = None,
+    sandbox: samples_cli.SandboxOption = "subprocess",
+    timeout_s: samples_cli.TimeoutOption = None,
+    memory_mb: samples_cli.MemoryOption = None,
+    workers: samples_cli.WorkersOption = None,
+    mlflow: samples_cli.MlflowOption = False,
 ) -> None:
-    """The paired report of B against A from any two rollout files, no pipeline needed."""
+    """The paired report of B against A from any two rollout or samples files (samples are
+    scored first, as `heldout score` does), no pipeline needed."""
     from heldout.report import build_report, headline_markdown, read_rollouts, write_report
     from heldout.report.inputs import rerun_scores
 
+    setup = samples_cli.scoring(tasks, sandbox, timeout_s, memory_mb, workers)
+    base, candidate = samples_cli.compare_inputs(base, candidate, out, setup)
     base_table = read_rollouts(base)
     report = build_report(
         base_table,
@@ -182,6 +231,12 @@ def compare(
         f"wrote {', '.join(str(path.relative_to(out)) for path in written)} in {out}",
         markup=False, highlight=False, soft_wrap=True,
     )
+    if mlflow:
+        run_id = samples_cli.log_compare(report, out, (base, candidate))
+        stdout.print(f"MLflow run {run_id}", markup=False, highlight=False)
+
+
+app.command()(samples_cli.score)
 
 
 @app.command()
@@ -279,8 +334,22 @@ def main() -> None:
     try:
         app()
     except HeldoutError as error:
-        stderr.print(f"[bold red]error:[/] {error}", highlight=False, soft_wrap=True)
+        report_error(error)
         sys.exit(2)
+
+
+def report_error(error: HeldoutError) -> None:
+    """One message, no traceback. A stage under the pipeline hands it to the pipeline instead,
+    which prints it after its line for the stage, as the last thing on the terminal."""
+    handed = os.environ.get(ERROR_FILE_ENV)
+    if handed:
+        try:
+            Path(handed).write_text(str(error), encoding="utf-8")
+            return
+        except OSError:
+            pass
+    stderr.print(Text.assemble(("error:", "bold red"), f" {error}"), highlight=False,
+                 soft_wrap=True)
 
 
 if __name__ == "__main__":

@@ -3,15 +3,21 @@
 DVC alone decides what is stale: the flow walks the stages in the order `dvc repro` would and
 asks DVC to reproduce each one by itself, which it does only if its deps, params or outs
 changed. Each stage's own process runs it as a flow against the same Prefect API, tagged with
-this run's id. One MLflow run (`heldout.stage` = pipeline) records what ran, what was up to
-date, each stage's wall time and the digest of the resulting dvc.lock.
+this run's id. The terminal gets one line per stage (`split: ran in 4.2 s`, `up to date`,
+`FAILED ...`) between the stages' own lines; a stage's user error is handed back here
+(ERROR_FILE_ENV) and raised once, last. When something ran (or failed), one MLflow run
+(`heldout.stage` = pipeline) records what ran, what was up to date, each stage's wall time and
+the digest of the resulting dvc.lock; a run in which every stage was up to date records nothing.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from dvc.repo import Repo
@@ -19,22 +25,14 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 
-from flows import PIPELINE_RUN_ENV
+from flows import ERROR_FILE_ENV, PIPELINE_RUN_ENV
+from flows.plan import dvc_reason, planned_stages
 from flows.summary import StageOutcome, outcomes_after_failure, pipeline_summary, stage_metric
+from flows.terminal import verbose
 from flows.warm import warm_starts
 from heldout.environment import find_project_root
 from heldout.errors import StageError
 from stages.common import read_params, tracked_stage
-
-
-def planned_stages(root: Path, targets: list[str] | None) -> list[str]:
-    """Every stage `dvc repro TARGETS` would consider, in the order it would run them."""
-    from dvc.repo.reproduce import collect_stages, get_active_graph, plan_repro
-
-    with Repo(str(root)) as repo:
-        chosen = collect_stages(repo, targets or ["dvc.yaml"])
-        return [stage.addressing for stage in plan_repro(get_active_graph(repo.index.graph),
-                                                          chosen)]
 
 
 @task(task_run_name="{stage}", cache_policy=NO_CACHE)
@@ -51,39 +49,87 @@ def pipeline_flow(
 ) -> dict:
     project = find_project_root(Path(root) if root else None)
     started = time.perf_counter()
-    planned = planned_stages(project, targets)
     os.environ[PIPELINE_RUN_ENV] = str(flow_run.get_id())  # for the stage processes DVC starts
     try:
-        with warm_starts(project):
-            outcomes = reproduce_in_order(project, planned, force)
+        with warm_starts(project), stage_errors() as errors:
+            planned, outcomes = reproduce_in_order(project, targets, force, errors)
     finally:
         os.environ.pop(PIPELINE_RUN_ENV, None)
     outcomes += outcomes_after_failure(planned, outcomes)
     lock = project / "dvc.lock"
     summary = pipeline_summary(outcomes, lock.read_bytes() if lock.is_file() else None,
                                time.perf_counter() - started)
-    record(project, summary, outcomes)
+    if summary["ran"] or summary["failed"]:
+        record(project, summary, outcomes)
     return summary
 
 
-def reproduce_in_order(root: Path, planned: list[str], force: bool) -> list[StageOutcome]:
-    """Each planned stage in turn, until one fails. One Repo serves them all: opening one per
-    stage cost 0.5 s a stage (DVC re-reads its index after every reproduce either way)."""
+class StageErrors:
+    """Where a stage process under this pipeline leaves its user error (flows/cli.py `main`)
+    instead of printing it, so that the pipeline says it once, last."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def take(self) -> str:
+        """The message the last stage left, if any; the file is emptied for the next."""
+        try:
+            message = self.path.read_text(encoding="utf-8").strip()
+        except OSError:
+            return ""
+        self.path.unlink(missing_ok=True)
+        return message
+
+
+@contextmanager
+def stage_errors() -> Iterator[StageErrors]:
+    with tempfile.TemporaryDirectory(prefix="heldout-errors-") as folder:
+        os.environ[ERROR_FILE_ENV] = str(Path(folder) / "error")
+        try:
+            yield StageErrors(Path(folder) / "error")
+        finally:
+            os.environ.pop(ERROR_FILE_ENV, None)
+
+
+def reproduce_in_order(
+    root: Path, targets: list[str] | None, force: bool, errors: StageErrors
+) -> tuple[list[str], list[StageOutcome]]:
+    """The planned stages, then each in turn until one fails, with a line each. One Repo serves
+    them all: opening one per stage cost 0.5 s a stage (DVC re-reads its index after every
+    reproduce either way)."""
+    dvc_log = logging.getLogger("dvc")
     # DVC prints its own log lines; Prefect's root handler would print each a second time.
-    logging.getLogger("dvc").propagate = False
+    dvc_log.propagate = False
+    if not verbose():  # "Running stage", "Updating lock file": the status lines say it
+        dvc_log.setLevel(logging.WARNING)
     outcomes: list[StageOutcome] = []
     with Repo(str(root)) as repo:
-        for stage in planned:
+        # DVC's own switch for its "To track the changes with git, run: git add dvc.lock" hint
+        # (the one `dvc repro -q` sets). dvc.lock is left for the user to commit, not staged.
+        repo.scm_context.quiet = True
+        planned = [stage.addressing for stage in planned_stages(repo, targets)]
+        for index, stage in enumerate(planned):
             started = time.perf_counter()
             try:
                 ran = reproduce_stage(repo, stage, force)
             except Exception as error:  # noqa: BLE001 - recorded, then the flow fails with it
-                outcomes.append(StageOutcome(stage, "failed", time.perf_counter() - started,
-                                             f"{type(error).__name__}: {error}"[:500]))
+                wall_s = time.perf_counter() - started
+                message = errors.take()
+                reason = message or dvc_reason(error)
+                outcomes.append(StageOutcome(stage, "failed", wall_s, reason[:500], message))
+                rest = planned[index + 1:]
+                say(f"{stage}: FAILED after {wall_s:.1f} s"
+                    + ("" if message else f" ({dvc_reason(error)})")
+                    + (f"; not run: {', '.join(rest)}" if rest else ""))
                 break
-            outcomes.append(StageOutcome(stage, "ran" if ran else "up_to_date",
-                                         time.perf_counter() - started))
-    return outcomes
+            wall_s = time.perf_counter() - started
+            outcomes.append(StageOutcome(stage, "ran" if ran else "up_to_date", wall_s))
+            say(f"{stage}: ran in {wall_s:.1f} s" if ran else f"{stage}: up to date")
+    return planned, outcomes
+
+
+def say(line: str) -> None:
+    print(line, flush=True)
 
 
 def record(root: Path, summary: dict, outcomes: list[StageOutcome]) -> None:
@@ -98,6 +144,14 @@ def record(root: Path, summary: dict, outcomes: list[StageOutcome]) -> None:
         })
         mlflow_run.log_dict(summary, "pipeline.json")
         if summary["failed"]:
-            failed = next(o for o in outcomes if o.outcome == "failed")
-            raise StageError(f"stage {failed.stage} failed ({failed.error}); not run: "
-                             f"{', '.join(summary['not_reached']) or 'none'}")
+            raise stage_failure(next(o for o in outcomes if o.outcome == "failed"),
+                                summary["not_reached"])
+
+
+def stage_failure(failed: StageOutcome, not_reached: list[str]) -> StageError:
+    """The error the pipeline ends with: the stage's own message when it left one (a user
+    error), else DVC's reason (the stage's traceback, if it had one, is already above)."""
+    if failed.message:
+        return StageError(f"{failed.stage} failed: {failed.message}")
+    return StageError(f"stage {failed.stage} failed ({failed.error}); not run: "
+                      f"{', '.join(not_reached) or 'none'}")

@@ -25,6 +25,7 @@ from typing import IO
 from heldout.errors import StageError
 
 API_URL = "PREFECT_API_URL"
+UI_URL = "PREFECT_UI_URL"
 STARTUP_TIMEOUT_S = 90  # a loaded machine takes its time (NOTES.md)
 
 
@@ -47,18 +48,26 @@ def prefect_api() -> Iterator[str]:
              "--log-level", "ERROR"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors,
             start_new_session=True)
+        ui_url = os.environ.get(UI_URL)
         try:
             _wait_until_healthy(server, url, errors)
-            os.environ[API_URL] = url  # for the stage processes DVC starts
-            from prefect.settings import PREFECT_API_URL, temporary_settings
+            # For the stage processes DVC starts. No UI URL: Prefect would print a "View at"
+            # link to every flow run, on a server that is gone when the run ends (the runs
+            # stay in PREFECT_HOME, for `make prefect-server`).
+            os.environ.update({API_URL: url, UI_URL: ""})
+            from prefect.settings import PREFECT_API_URL, PREFECT_UI_URL, temporary_settings
 
-            with temporary_settings({PREFECT_API_URL: url}):  # for this process
+            with temporary_settings({PREFECT_API_URL: url, PREFECT_UI_URL: ""}):  # this process
                 try:
                     yield url
                 finally:
                     _send_pending_records()
         finally:
             os.environ.pop(API_URL, None)
+            if ui_url is None:
+                os.environ.pop(UI_URL, None)
+            else:
+                os.environ[UI_URL] = ui_url
             _stop(server)
 
 

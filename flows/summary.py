@@ -17,7 +17,8 @@ class StageOutcome:
     stage: str  # DVC's address: `score`, or `rollouts@base` for a foreach item
     outcome: Outcome
     wall_s: float
-    error: str = ""
+    error: str = ""  # why it failed: the stage's own message, else DVC's reason
+    message: str = ""  # the user error the stage handed back (flows/cli.py `main`), if any
 
 
 def outcomes_after_failure(planned: list[str], done: list[StageOutcome]) -> list[StageOutcome]:

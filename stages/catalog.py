@@ -24,7 +24,8 @@ EXCLUDED = DECONTAM_DIR / "excluded.json"
 ROLLOUT_DIR = Path("data/rollouts/val")
 SCORES = Path("data/scores/val.json")
 PER_TASK = Path("data/scores/val_per_task.parquet")
-VAL_METRICS = Path("metrics/val.json")
+# One JSON per checkpoint (val_metrics_file), so `dvc metrics show` gives each its own row.
+VAL_METRICS = Path("metrics/val")
 PASSK_CSV = Path("plots/val_passk.csv")
 PASSK_PNG = Path("plots/val_passk.png")
 
@@ -51,6 +52,7 @@ __all__ = [
     "ROLLOUT_DIR", "SCORES", "SEALED_TEST", "SEALED_TEST_EPISODES", "SELECTION", "SENSITIVITY",
     "SENSITIVITY_METRICS", "SENSITIVITY_PNG", "SPLIT_DIR", "TEST_METRICS", "TEST_ROLLOUTS",
     "VAL_METRICS", "fingerprint_file", "rollout_file", "split_file", "test_rollout_file",
+    "val_metrics_file",
 ]
 
 
@@ -65,6 +67,10 @@ def fingerprint_file(split: str) -> Path:
 
 def rollout_file(checkpoint: str) -> Path:
     return ROLLOUT_DIR / f"{checkpoint}.parquet"
+
+
+def val_metrics_file(checkpoint: str) -> Path:
+    return VAL_METRICS / f"{checkpoint}.json"
 
 
 def test_rollout_file(arm: str) -> Path:

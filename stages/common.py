@@ -8,21 +8,19 @@ import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pandas as pd
-import yaml
-from pydantic import BaseModel, ValidationError
 
 from heldout.canonical import sha256_hex
 from heldout.custody.guard import TestSetAccessError, install_guard, recording_run
 from heldout.environment import find_project_root
 from heldout.errors import ParamsError, StageError
 from heldout.tasks.record import Task
+from stages import params_check
 from stages.catalog import (
     EXCLUDED,
     MANIFEST,
-    PARAMS_FILE,
     PER_TASK,
     SCORES,
     SEALED_TEST,
@@ -30,32 +28,9 @@ from stages.catalog import (
 )
 from stages.tracking import StageRun, TrackingConfig, stage_run
 
-Section = TypeVar("Section", bound=BaseModel)
-
-
-def read_params(root: Path) -> dict[str, Any]:
-    path = root / PARAMS_FILE
-    try:
-        params = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ParamsError(f"{path}: no such file; a project keeps its params there") from None
-    except yaml.YAMLError as error:
-        raise ParamsError(f"{path}: not valid YAML: {error}") from None
-    if not isinstance(params, dict):
-        raise ParamsError(f"{path}: expected a mapping of sections at the top level")
-    return params
-
-
-def section(params: dict[str, Any], name: str, model: type[Section]) -> Section:
-    """One section of params.yaml, validated; errors name the dotted path of the bad field."""
-    try:
-        return model.model_validate(params.get(name) or {})
-    except ValidationError as error:
-        lines = [
-            f"{PARAMS_FILE}: {'.'.join([name, *map(str, detail['loc'])])}: {detail['msg']}"
-            for detail in error.errors()
-        ]
-        raise ParamsError("\n".join(lines)) from None
+# Where every stage reads its params; stages/params_check.py checks the whole file at once.
+read_params = params_check.read_params
+section = params_check.section
 
 
 def git_commit(root: Path) -> str:

@@ -3,6 +3,8 @@ the harness canaries have shown the sandbox can tell right from wrong."""
 
 from __future__ import annotations
 
+import csv
+import io
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +12,7 @@ import pandas as pd
 
 from heldout.episodes.harness import Harness
 from heldout.episodes.rollout import RolloutsConfig, roll_out
-from heldout.episodes.rows import rollout_table
+from heldout.episodes.rows import FAILURES, rollout_table
 from heldout.errors import StageError
 from heldout.files import staged_outputs
 from heldout.report.figures import checkpoints_pass_at_k_figure
@@ -34,6 +36,7 @@ from stages.catalog import (
     VAL_METRICS,
     rollout_file,
     split_file,
+    val_metrics_file,
 )
 from stages.common import (
     eval_view,
@@ -138,16 +141,19 @@ def run(root: Path | None = None) -> dict[str, Any]:
         with staged_outputs() as outputs:
             outputs.write_json(root / SCORES, scores)
             counts.to_parquet(outputs.path(root / PER_TASK), index=False)
-            outputs.write_json(root / VAL_METRICS, dvc_metrics(summaries))
+            for name, row in dvc_metrics(summaries).items():
+                outputs.write_json(root / val_metrics_file(name), row)
             outputs.write_bytes(root / PASSK_CSV, passk_csv(curves).encode())
             outputs.write_bytes(root / PASSK_PNG, checkpoints_pass_at_k_figure(
                 curves, title=f"val pass@k, {summaries[checkpoints[0]]['n_tasks']} tasks",
                 highlight=params.get("base")))
+        remove_other_metrics(root, checkpoints)
 
         for name, summary in summaries.items():
             mlflow_run.log_metrics(flat_metrics(summary, prefix=f"{name}."))
-        for path in (SCORES, PER_TASK, VAL_METRICS, PASSK_CSV, PASSK_PNG):
+        for path in (SCORES, PER_TASK, PASSK_CSV, PASSK_PNG):
             mlflow_run.log_artifact(root / path, "scores")
+        mlflow_run.log_artifact(root / VAL_METRICS, "scores/metrics")
         log_split_input(mlflow_run, root, manifest, "val", load_tasks(root / split_file("val")))
     return scores
 
@@ -181,16 +187,49 @@ def flat_metrics(summary: dict[str, Any], prefix: str = "") -> dict[str, float]:
     return {prefix + key: float(value) for key, value in metrics.items()}
 
 
-def dvc_metrics(summaries: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
-    return {name: {k: round(v, 6) for k, v in flat_metrics(s).items()}
+# `dvc metrics show` draws one row per metrics file and one column per key of all the files
+# together: so one file per checkpoint (metrics/val/<name>.json) and short keys. They are
+# MLflow's names (flat_metrics) in the field's notation, pass@k and pass^k (every one of k
+# episodes passes), each failure rate under its row status (error, truncated, budget), and the
+# tasks failed at least once (failure_capable) or every time as any_fail and all_fail.
+DVC_KEYS = {"pass_at_1_low": "pass@1_lo", "pass_at_1_high": "pass@1_hi",
+            "failure_capable": "any_fail", "hidden_pass_on_public_tasks": "hidden_on_public",
+            **{failure.rate: failure.status for failure in FAILURES}}
+DVC_KEY_PREFIXES = {"pass_at_": "pass@", "pass_hat_": "pass^"}
+DVC_COUNTS = {"failure_capable", "all_fail"}  # tasks, not rates
+
+
+def dvc_key(name: str) -> str:
+    if name in DVC_KEYS:
+        return DVC_KEYS[name]
+    for prefix, short in DVC_KEY_PREFIXES.items():
+        if name.startswith(prefix):
+            return short + name.removeprefix(prefix)
+    return name
+
+
+def dvc_metrics(summaries: dict[str, dict[str, Any]]) -> dict[str, dict[str, float | int]]:
+    """Each checkpoint's row of `dvc metrics show`, by checkpoint."""
+    return {name: {dvc_key(k): int(v) if k in DVC_COUNTS else round(v, 6)
+                   for k, v in flat_metrics(s).items()}
             for name, s in summaries.items()}
 
 
-def passk_csv(curves: dict[str, dict[int, float]]) -> str:
-    """Wide table, one column per checkpoint: what `dvc plots show/diff` draws."""
-    ks = sorted({k for curve in curves.values() for k in curve})
-    lines = [",".join(["k", *curves])]
-    lines += [",".join([str(k), *(f"{curves[n].get(k, float('nan')):.6f}" for n in curves)])
-              for k in ks]
-    return "\n".join(lines) + "\n"
+def remove_other_metrics(root: Path, checkpoints: list[str]) -> None:
+    """Rows of checkpoints no longer in params (DVC clears the folder before the stage runs,
+    a run outside DVC does not)."""
+    keep = {root / val_metrics_file(name) for name in checkpoints}
+    for path in (root / VAL_METRICS).glob("*.json"):
+        if path not in keep:
+            path.unlink()
 
+
+def passk_csv(curves: dict[str, dict[int, float]]) -> str:
+    """Long table, one row per (checkpoint, k): `dvc plots show` draws a line per checkpoint
+    (the passk template, .dvc/plots/passk.json), whatever the checkpoints are called."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["checkpoint", "k", "pass_at_k"])
+    writer.writerows([name, k, f"{value:.6f}"]
+                     for name, curve in curves.items() for k, value in sorted(curve.items()))
+    return out.getvalue()

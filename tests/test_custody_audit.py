@@ -169,7 +169,7 @@ def test_without_any_key_the_macs_cannot_be_checked_and_the_audit_fails(project:
         "the ledger's MACs cannot be checked without the test key: no test key: set "
         f"HELDOUT_TEST_KEY to the key (64 hex digits) or to the path of a file holding it, from "
         f"your team's secret store; or put your own key in {tmp_path}/no-config/heldout/test-key "
-        "(README: 'The test key')"]
+        "(docs/stages.md: 'The test key')"]
     assert result.key_status.startswith("test key: none here; 2 line(s) MAC'd")
 
 

@@ -48,14 +48,16 @@ def test_score_summarizes_every_checkpoint_with_intervals(tracked: Path):
 
     per_task = pd.read_parquet(project / catalog.PER_TASK)
     assert len(per_task) == 2 * val and set(per_task["n"]) == {3}
-    metrics = json.loads((project / catalog.VAL_METRICS).read_text())
-    assert metrics["late"]["pass_at_1"] == round(
+    metrics = {name: json.loads((project / catalog.val_metrics_file(name)).read_text())
+               for name in ("base", "late")}
+    assert metrics["late"]["pass@1"] == round(
         scores["checkpoints"]["late"]["pass_at_1"]["estimate"], 6)
     assert (project / catalog.PASSK_PNG).read_bytes()[:4] == b"\x89PNG"
-    assert (project / catalog.PASSK_CSV).read_text().splitlines()[0] == "k,base,late"
+    assert (project / catalog.PASSK_CSV).read_text().splitlines()[:2] == [
+        "checkpoint,k,pass_at_k", f"base,1,{scores['checkpoints']['base']['pass_at_k']['1']:.6f}"]
     # Every way of failing is reported under the name the row vocabulary gives its rate.
     assert {failure.rate for failure in FAILURES} <= set(scores["checkpoints"]["base"])
-    assert metrics["base"]["error_rate"] == scores["checkpoints"]["base"]["error_rate"]
+    assert metrics["base"]["error"] == scores["checkpoints"]["base"]["error_rate"]
 
     # Scoring the same rollouts again writes the same bytes: no wall-clock number sits in the
     # scores, whose digest the selection (and so the test access) is bound to.

@@ -97,7 +97,7 @@ def load_keys(create: bool = False) -> KeyRing:
         raise TestKeyError(
             f"no test key: set {KEY_ENV} to the key (64 hex digits) or to the path of a file "
             f"holding it, from your team's secret store; or put your own key in {path} "
-            "(README: 'The test key')")
+            "(docs/stages.md: 'The test key')")
     return KeyRing((_create(path),), str(path), created=True)
 
 

@@ -44,8 +44,60 @@ def read_rollouts(path: Path) -> pd.DataFrame:
         raise ReportInputError(f"{path}: no such file") from None
     except Exception as error:  # noqa: BLE001 - pyarrow raises several unrelated types
         raise ReportInputError(f"{path}: not a readable Parquet file: {error}") from None
+    check_passed(table, str(path))
     check_rollouts(table, str(path))
-    return table
+    return table.assign(passed=table["passed"].astype(bool))
+
+
+# Statuses a passing row may have: a verdict was reached ("ok"), or reached on a text the
+# token budget cut ("truncated": heldout.episodes.episode scores it and keeps its verdict).
+# Any other status means no verdict, so a file saying such an episode passed is wrong.
+VERDICT_STATUSES = ("ok", "truncated")
+SHOWN_AT_MOST = 5
+
+
+def _is_flag(value: object) -> bool:
+    return isinstance(value, (bool, np.bool_)) or (
+        isinstance(value, (int, np.integer)) and int(value) in (0, 1))
+
+
+def _where(table: pd.DataFrame, index: int) -> str:
+    row = table.iloc[index]
+    return f"row {index} (task {row['task_id']!r}, sample {row['sample']})"
+
+
+def check_passed(table: pd.DataFrame, label: str) -> None:
+    """A rollout file's `passed` holds booleans (or integers 0/1) only, and is true only where
+    the episode reached a verdict: the strings "True"/"False", 2, -1, 0.5 or a missing value
+    would otherwise be counted as whatever `astype(bool)` makes of them."""
+    if not {"task_id", "sample", "passed", "status"} <= set(table.columns) or table.empty:
+        return  # check_rollouts names what is missing
+    column = table["passed"]
+    if pd.api.types.is_bool_dtype(column.dtype) or pd.api.types.is_integer_dtype(column.dtype):
+        bad = (column.isna() | ~column.isin([0, 1])).to_numpy(bool)
+    else:
+        bad = ~np.fromiter(map(_is_flag, column), bool, len(column))
+    lines = [f"{label}: {_where(table, i)}: field 'passed' is {_value(column.iloc[i])}; "
+             "passed must be a boolean (or an integer 0/1)" for i in np.flatnonzero(bad)]
+    if not lines:
+        status = table["status"]
+        claims = (column.astype(bool) & status.notna() & ~status.isin(VERDICT_STATUSES))
+        lines = [f"{label}: {_where(table, i)}: passed is true but status is "
+                 f"{status.iloc[i]!r}: an episode that ended in {status.iloc[i]!r} has no "
+                 f"verdict to pass (only {' or '.join(VERDICT_STATUSES)} rows may pass)"
+                 for i in np.flatnonzero(claims.to_numpy(bool))]
+    if lines:
+        more = len(lines) - SHOWN_AT_MOST
+        raise ReportInputError("\n".join(lines[:SHOWN_AT_MOST]
+                                          + ([f"... and {more} more rows"] if more > 0 else [])))
+
+
+def _value(value: object) -> str:
+    if value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)):
+        return "missing (null)"
+    if isinstance(value, np.generic):
+        value = value.item()
+    return f"{value!r} ({type(value).__name__})"
 
 
 def check_rollouts(table: pd.DataFrame, label: str) -> None:

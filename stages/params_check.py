@@ -1,0 +1,209 @@
+"""All of params.yaml, checked before any stage runs: every problem at once, each line naming
+the file and the dotted field (`params.yaml: checkpoints.run/step_90: ...`).
+
+Two tiers, so that a no-op `heldout pipeline` stays fast:
+
+- `read_params` and `check_names` need only the YAML: the file parses to a mapping of
+  sections, and the checkpoints are a mapping of safe names. DVC expands `rollouts@<name>` and
+  reads `checkpoints.<name>` from these names, so they are checked before DVC is asked anything.
+- `check_params` validates every section with the model its stage validates it with, each
+  checkpoint's settings with its agent kind's model (the settings only: no agent is made, so no
+  HTTP client and no process), and every name that refers to a checkpoint (base,
+  sensitivity.checkpoints, select.final). Importing the models costs a second or two (pandas,
+  scipy), which is why the cheap tier exists.
+
+The models of sections defined where this module may not import from (the test stage's, the
+flows') come from the caller: flows/params.py `params_sections` holds the whole list.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from heldout.errors import HeldoutError, ParamsError
+
+# stages.catalog.PARAMS_FILE (not imported: the catalog imports the custody guard, and the cheap
+# tier runs before anything heavy; tests/test_terminal.py holds the two together).
+PARAMS_FILE = "params.yaml"
+# A checkpoint's name is a DVC foreach key (`rollouts@<name>`), a params path
+# (`checkpoints.<name>`, so no dots), a file name (data/rollouts/val/<name>.parquet) and an MLflow
+# tag: letters, digits, `_` and `-`, starting with a letter.
+CHECKPOINT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}")
+# The sections that are not a model of their own: checked by check_params itself.
+NAMED = ("checkpoints", "base")
+Section = TypeVar("Section", bound=BaseModel)
+# stages.sensitivity.REFERENCE: the sweep's reference row, which no checkpoint may be swept as
+# (not imported: a stage imports stages.common, which imports this module).
+REFERENCE = "reference"
+
+
+def read_params(root: Path) -> dict[str, Any]:
+    """params.yaml as a mapping of sections, or a ParamsError saying why not."""
+    path = root / PARAMS_FILE
+    try:
+        params = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ParamsError(f"{path}: no such file; a project keeps its params there") from None
+    except yaml.YAMLError as error:
+        raise ParamsError(f"{path}: not valid YAML: {error}") from None
+    if not isinstance(params, dict):
+        raise ParamsError(f"{path}: expected a mapping of sections at the top level")
+    return params
+
+
+def section(params: Mapping[str, Any], name: str, model: type[Section]) -> Section:
+    """One section of params.yaml, validated; errors name the dotted path of the bad field."""
+    try:
+        return model.model_validate(params.get(name) or {})
+    except ValidationError as error:
+        raise ParamsError("\n".join(validation_lines(name, error))) from None
+
+
+def validation_lines(name: str, error: ValidationError) -> list[str]:
+    """One line per problem pydantic found in section `name`, each naming its dotted field."""
+    return [f"{PARAMS_FILE}: {'.'.join([name, *map(str, detail['loc'])])}: {detail['msg']}"
+            for detail in error.errors()]
+
+
+def check_names(params: Mapping[str, Any]) -> None:
+    """What DVC needs before it can expand dvc.yaml: the checkpoints, a mapping of safe names
+    to settings. Raises one ParamsError listing every problem."""
+    raise_problems(name_problems(params))
+
+
+def name_problems(params: Mapping[str, Any]) -> list[str]:
+    checkpoints = params.get("checkpoints")
+    where = f"{PARAMS_FILE}: checkpoints"
+    if not isinstance(checkpoints, dict) or not checkpoints:
+        return [f"{where}: expected a mapping of checkpoint names to settings, e.g. "
+                "{base: {agent: demo}}"]
+    problems = []
+    for name, settings in checkpoints.items():
+        if not isinstance(name, str) or not CHECKPOINT_NAME.fullmatch(name):
+            problems.append(f"{where}.{name}: not a usable checkpoint name: letters, digits, "
+                            "'_' and '-', starting with a letter, at most 64 (it names a DVC "
+                            "stage, a params path and a file)")
+        elif not isinstance(settings, dict) or "agent" not in settings:
+            problems.append(f"{where}.{name}: expected a mapping with 'agent', e.g. "
+                            "{agent: demo, skill: 0.5}")
+    return problems
+
+
+def check_params(params: Mapping[str, Any], sections: Mapping[str, type[BaseModel]]) -> None:
+    """Every section of params.yaml, as the stages will read it (`sections`: each section's
+    model, `stage_sections()` and those of the modules this one may not import). Raises one
+    ParamsError that lists every problem, one line each."""
+    problems = name_problems(params)
+    known = [*sections, *NAMED]
+    for key in params:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), known, n=1)
+            hint = (f"did you mean '{close[0]}'?" if close else
+                    f"the sections are {', '.join(known)}")
+            problems.append(f"{PARAMS_FILE}: {key}: not a section heldout reads; {hint}")
+    valid: dict[str, BaseModel] = {}
+    for name, model in sections.items():
+        try:
+            valid[name] = model.model_validate(params.get(name) or {})
+        except ValidationError as error:
+            problems += validation_lines(name, error)
+    checkpoints = params.get("checkpoints")
+    names = list(checkpoints) if isinstance(checkpoints, dict) else []
+    for name in names:
+        problems += agent_problems(f"checkpoints.{name}", checkpoints[name])
+    problems += reference_problems(params, valid, names)
+    raise_problems(problems)
+
+
+def stage_sections() -> dict[str, type[BaseModel]]:
+    """The models of the sections that the core and the stages' shell define (imported here,
+    lazily: they pull in pandas and scipy). The test stage's own (test, reruns) and the flows'
+    (orchestration) come from the caller: this module may import neither."""
+    from heldout.contamination.config import DecontaminateConfig
+    from heldout.custody.keys import CustodyConfig
+    from heldout.episodes.harness import Harness
+    from heldout.episodes.rollout import RolloutsConfig
+    from heldout.episodes.sweep import SensitivityConfig
+    from heldout.statistics.public_hidden import AlarmConfig
+    from heldout.statistics.selection import SelectConfig
+    from heldout.tasks.sources import TasksConfig
+    from heldout.tasks.split import SplitConfig
+    from stages.traces import TracingConfig
+    from stages.tracking import TrackingConfig
+
+    return {"tasks": TasksConfig, "split": SplitConfig, "mlflow": TrackingConfig,
+            "decontaminate": DecontaminateConfig, "harness": Harness, "alarm": AlarmConfig,
+            "rollouts": RolloutsConfig, "select": SelectConfig, "custody": CustodyConfig,
+            "sensitivity": SensitivityConfig, "tracing": TracingConfig}
+
+
+def agent_problems(path: str, settings: Any) -> list[str]:
+    """An agent's settings against its kind's settings model; the agent itself is not made."""
+    from heldout.agents.registry import AGENT_KINDS
+    from heldout.plugins import InvalidSettings
+
+    if not isinstance(settings, dict):
+        return []  # name_problems said so
+    kind = settings.get("agent")
+    if kind not in AGENT_KINDS:
+        return [f"{PARAMS_FILE}: {path}.agent: {kind!r} is not an agent kind; choose one of "
+                f"{', '.join(AGENT_KINDS)}"]
+    try:
+        AGENT_KINDS[kind].validate({k: v for k, v in settings.items() if k != "agent"})
+    except InvalidSettings as error:
+        return error.render(f"{PARAMS_FILE}: {path}.").splitlines()
+    return []
+
+
+def reference_problems(params: Mapping[str, Any], valid: Mapping[str, BaseModel],
+                       names: list[str]) -> list[str]:
+    """The names that must be checkpoints, the split's fractions and the sweep's plan."""
+    from heldout.episodes.sweep import invariant_fields, plan_settings
+    from heldout.tasks.split import check_fractions
+
+    known = f"the checkpoints are {', '.join(names) or 'none'}"
+    problems = []
+    base = params.get("base")
+    if names and base not in names:
+        problems.append(f"{PARAMS_FILE}: base: {base!r} is not a checkpoint; {known}")
+    select = valid.get("select")
+    if names and select is not None and select.rule == "last" and select.final not in names:
+        problems.append(f"{PARAMS_FILE}: select.final: {select.final!r} is not a checkpoint "
+                        f"(rule 'last' needs one); {known}")
+    split = valid.get("split")
+    if split is not None:
+        problems += _raised(lambda: check_fractions(split.fractions))
+    sweep, harness = valid.get("sensitivity"), valid.get("harness")
+    if sweep is not None:
+        for name in sweep.checkpoints:
+            if names and (name not in names or name == REFERENCE):
+                why = ("names the reference's row" if name == REFERENCE else
+                       f"is not a checkpoint; {known}")
+                problems.append(f"{PARAMS_FILE}: sensitivity.checkpoints: {name!r} {why}")
+        problems += agent_problems("sensitivity.reference", dict(sweep.reference))
+        problems += _raised(lambda: invariant_fields(sweep))
+        if harness is not None:
+            problems += _raised(lambda: plan_settings(harness, sweep.fields, sweep.n))
+    return problems
+
+
+def _raised(check: Callable[[], object]) -> list[str]:
+    """The message of the HeldoutError `check` raises, as lines naming params.yaml."""
+    try:
+        check()
+    except HeldoutError as error:
+        text = str(error)
+        return [text if text.startswith(PARAMS_FILE) else f"{PARAMS_FILE}: {text}"]
+    return []
+
+
+def raise_problems(problems: list[str]) -> None:
+    if problems:
+        raise ParamsError("\n".join(dict.fromkeys(problems)))
