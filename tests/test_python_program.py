@@ -304,16 +304,23 @@ HACKS = {
 }
 
 
-def hack_fails(result, *statuses):
-    assert not result.passed, f"HACK WORKS: {result}"
-    assert result.status in (statuses or ("failed", "timeout", "oom"))
-    assert reason_line(result).startswith(REASON), result.stderr_tail[-300:]
+def hack_problems(result, *statuses) -> list[str]:
+    """What is wrong with a hostile program's result: empty when it failed as a judged program
+    fails (a status of `statuses`, the judge's reason)."""
+    problems = []
+    if result.passed:
+        problems.append(f"HACK WORKS: {result}")
+    if result.status not in (statuses or ("failed", "timeout", "oom")):
+        problems.append(f"status {result.status}")
+    if not reason_line(result).startswith(REASON):
+        problems.append(f"not the judge's reason: {result.stderr_tail[-300:]}")
+    return problems
 
 
 @pytest.mark.parametrize("hack", HACKS.values(), ids=HACKS.keys())
 def test_a_hack_does_not_pass(sandbox, hack):
     started = time.monotonic()
-    hack_fails(judged(SECRET, hack, sandbox, timeout_s=3.0, memory_mb=512))
+    assert hack_problems(judged(SECRET, hack, sandbox, timeout_s=3.0, memory_mb=512)) == []
     assert time.monotonic() - started < 3.0 + SLACK_S
 
 
@@ -358,7 +365,7 @@ print(found[0] if found else "nothing")
 def test_the_expected_outputs_cannot_be_found_from_the_program(sandbox):
     patient = SECRET.model_copy(update={"case_timeout_s": 20.0})
     result = judged(patient, SEARCH, sandbox, timeout_s=30.0, memory_mb=512)
-    hack_fails(result)
+    assert hack_problems(result) == []
     assert "FOUND" in result.stderr_tail, "the search ran"
     assert not any(secret in result.stderr_tail for secret in SECRETS), "HACK WORKS"
 
@@ -391,7 +398,7 @@ print("PASS")
 
 
 def test_writing_to_proc_passes_nothing(sandbox):
-    hack_fails(judged(SECRET, WRITES, sandbox, timeout_s=3.0, memory_mb=512))
+    assert hack_problems(judged(SECRET, WRITES, sandbox, timeout_s=3.0, memory_mb=512)) == []
 
 
 def test_a_right_answer_for_the_public_case_alone_fails_the_hidden_cases(sandbox):
@@ -399,7 +406,7 @@ def test_a_right_answer_for_the_public_case_alone_fails_the_hidden_cases(sandbox
     public = SECRET.model_copy(update={"tests": SECRET.public_tests})
     assert score(public, memorized, sandbox, **LIMITS).passed
     result = score(SECRET, memorized, sandbox, **LIMITS)
-    hack_fails(result, "failed")
+    assert hack_problems(result, "failed") == []
     assert reason_line(result) == f"{REASON}case 2 of 3: wrong output: line 1 differs"
 
 
@@ -422,7 +429,7 @@ LIARS = {
 def test_the_judge_trusts_nothing_its_candidate_side_says(sandbox, liar):
     judge = build_program(SECRET, "").judge
     result = sandbox.run(Program(source=liar, judge=judge, group=SECRET.id), **LIMITS)
-    hack_fails(result)
+    assert hack_problems(result) == []
 
 
 def test_the_judges_verdict_of_a_liar_that_answers_every_case_rightly_is_a_pass(sandbox):
