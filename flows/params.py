@@ -17,9 +17,10 @@ def params_sections() -> dict[str, type[BaseModel]]:
     from flows.orchestration import OrchestrationConfig
     from stages.params_check import stage_sections
     from stages.test import RerunsConfig, TestConfig
+    from stages.traces import TracingConfig
 
     return {**stage_sections(), "test": TestConfig, "reruns": RerunsConfig,
-            "orchestration": OrchestrationConfig}
+            "tracing": TracingConfig, "orchestration": OrchestrationConfig}
 
 
 def check_params_file(root: Path) -> None:

@@ -124,8 +124,9 @@ def check_params(params: Mapping[str, Any], sections: Mapping[str, type[BaseMode
 
 def stage_sections() -> dict[str, type[BaseModel]]:
     """The models of the sections that the core and the stages' shell define (imported here,
-    lazily: they pull in pandas and scipy). The test stage's own (test, reruns) and the flows'
-    (orchestration) come from the caller: this module may import neither."""
+    lazily: they pull in pandas and scipy). The test stage's own (test, reruns), the traces'
+    (tracing: stages.test must never reach the module that writes traces) and the flows'
+    (orchestration) come from the caller: this module may import none of them."""
     from heldout.contamination.config import DecontaminateConfig
     from heldout.custody.keys import CustodyConfig
     from heldout.episodes.harness import Harness
@@ -135,13 +136,12 @@ def stage_sections() -> dict[str, type[BaseModel]]:
     from heldout.statistics.selection import SelectConfig
     from heldout.tasks.sources import TasksConfig
     from heldout.tasks.split import SplitConfig
-    from stages.traces import TracingConfig
     from stages.tracking import TrackingConfig
 
     return {"tasks": TasksConfig, "split": SplitConfig, "mlflow": TrackingConfig,
             "decontaminate": DecontaminateConfig, "harness": Harness, "alarm": AlarmConfig,
             "rollouts": RolloutsConfig, "select": SelectConfig, "custody": CustodyConfig,
-            "sensitivity": SensitivityConfig, "tracing": TracingConfig}
+            "sensitivity": SensitivityConfig}
 
 
 def agent_problems(path: str, settings: Any) -> list[str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import re
 import subprocess
 import sys
@@ -326,7 +327,9 @@ def test_mlflow_records_a_run_for_score_and_for_compare(tmp_path: Path):
     assert done.returncode == 0, done.stderr
     run_ids = re.findall(r"MLflow run ([0-9a-f]{32})", done.stdout)
     assert len(run_ids) == 2
-    client = MlflowClient()
+    # The store the command logged to (tests/conftest.py), whatever an earlier test left set
+    # as this process's tracking URI.
+    client = MlflowClient(os.environ["MLFLOW_TRACKING_URI"])
     run = client.get_run(run_ids[0])
     summary = json.loads((tmp_path / "scored/a.summary.json").read_text())
     assert run.info.status == "FINISHED"
