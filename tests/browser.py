@@ -10,8 +10,14 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
+import sys
 import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -88,3 +94,41 @@ def _run(command: list[str], timeout_s: float) -> str:
     if process.returncode != 0:
         raise AssertionError(f"Chromium exited {process.returncode}: {stderr[-2000:]}")
     return stdout
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@contextmanager
+def serve_mlflow(store_uri: str) -> Iterator[str]:
+    """`mlflow server` over `store_uri` on a free loopback port, in its own process group (its
+    workers are stopped with it); yields its URL once /health answers."""
+    port = free_port()
+    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+    server = subprocess.Popen(
+        [str(Path(sys.executable).parent / "mlflow"), "server", "--backend-store-uri",
+         store_uri, "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=2) as answer:
+                    if answer.status == 200:
+                        break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            pytest.fail("mlflow server did not answer /health within 90 s")
+        yield url
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(15)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)

@@ -4,11 +4,6 @@ the project's store, and headless Chromium on the runs page filtered by the READ
 from __future__ import annotations
 
 import os
-import signal
-import socket
-import subprocess
-import sys
-import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -19,47 +14,17 @@ import pytest
 from heldout.custody.guard import SEALED_TEST, TestSetAccessError
 from stages import rollouts, score, select, split
 from stages import test as test_stage
-from tests.browser import find_chromium, render
+from tests.browser import find_chromium, render, serve_mlflow
 from tests.conftest import configure_small_project
 
 README_FILTER = 'tags.heldout.test_access = "true"'
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
 
 @pytest.fixture
 def mlflow_server(project: Path):
-    port = free_port()
-    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
-    server = subprocess.Popen(
-        [str(Path(sys.executable).parent / "mlflow"), "server", "--backend-store-uri",
-         f"sqlite:///{project / 'own.db'}", "--host", "127.0.0.1", "--port", str(port),
-         "--workers", "1"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            try:
-                with urllib.request.urlopen(f"{url}/health", timeout=2) as answer:
-                    if answer.status == 200:
-                        break
-            except OSError:
-                time.sleep(0.5)
-        else:
-            pytest.fail("mlflow server did not answer /health within 90 s")
+    with serve_mlflow(f"sqlite:///{project / 'own.db'}") as url:
         yield url
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(15)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
 
 
 def test_the_test_access_run_is_found_with_the_readme_filter(project: Path, monkeypatch,

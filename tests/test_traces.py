@@ -7,12 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import mlflow
@@ -21,7 +16,7 @@ import pytest
 
 from heldout.errors import StageError
 from stages import catalog, rollouts, split, traces
-from tests.browser import find_chromium, render
+from tests.browser import find_chromium, render, serve_mlflow
 from tests.conftest import configure_small_project, copy_project
 from tests.test_architecture import MODULES, project_imports
 
@@ -320,41 +315,11 @@ def test_the_test_split_is_never_traced():
 # --- the Traces tab, rendered ---------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
 
 @pytest.fixture
 def mlflow_server(traced):
-    port = free_port()
-    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
-    server = subprocess.Popen(
-        [str(Path(sys.executable).parent / "mlflow"), "server", "--backend-store-uri",
-         store_uri(traced["project"]), "--host", "127.0.0.1", "--port", str(port),
-         "--workers", "1"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            try:
-                with urllib.request.urlopen(f"{url}/health", timeout=2) as answer:
-                    if answer.status == 200:
-                        break
-            except OSError:
-                time.sleep(0.5)
-        else:
-            pytest.fail("mlflow server did not answer /health within 90 s")
+    with serve_mlflow(store_uri(traced["project"])) as url:
         yield url
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(15)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
 
 
 @pytest.mark.parametrize("page", ["experiment", "run"])
