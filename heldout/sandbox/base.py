@@ -16,8 +16,9 @@ RUNNER_PATH = Path(__file__).with_name("runner.py")
 JAIL_PATH = Path(__file__).with_name("jail.py")
 # What the runner's forks use, sent as source in its settings (a container has no heldout).
 COMPANIONS = {
-    "heldout_sandbox_codec": Path(__file__).with_name("codec.py").read_text(encoding="utf-8"),
-    "heldout_sandbox_roles": Path(__file__).with_name("roles.py").read_text(encoding="utf-8"),
+    name: Path(__file__).with_name(f"{name.rpartition('_')[2]}.py").read_text(encoding="utf-8")
+    for name in ("heldout_sandbox_codec", "heldout_sandbox_roles", "heldout_sandbox_world",
+                 "heldout_sandbox_zygote", "heldout_sandbox_outcomes")
 }
 SEND_JUDGE = {"send": "judge"}  # runner.py asks for the judge's part of the job with this
 # A judged program runs as two users: the candidate's, and the judge's this far above it.

@@ -46,14 +46,24 @@ RUNNER_SOURCE = RUNNER_PATH.read_text(encoding="utf-8")
 RUNNER_USER = "0:0"
 RUNNER_CAPABILITIES = ["SETUID", "SETGID", "KILL", "CHOWN", "DAC_OVERRIDE"]
 PROGRAM_UID = 1001
-WORK_TMPFS = "rw,nosuid,nodev,noexec,size=64m,mode=1777"
+# The runner's, not the programs': each program writes only in the work directory made for it,
+# which the runner removes after it. Not /tmp: Podman gives a /tmp tmpfs the image's mode
+# (1777, writable by every user) whatever the mount says.
+WORK_ROOT = "/work"
+WORK_TMPFS = "rw,nosuid,nodev,noexec,size=64m,mode=0755"
+# What the engine would leave writable by everyone is covered, read-only: Podman's read-only
+# containers get tmpfs on /tmp, /var/tmp and /run, and both engines mount the IPC namespace's
+# message queues on /dev/mqueue (and /dev/shm, which `ipc_mode` "none" leaves out), all of
+# which would otherwise outlive a program for the container's life.
+COVERED = {path: "ro,nosuid,nodev,noexec,size=4k,mode=0755"
+           for path in ("/tmp", "/var/tmp", "/run", "/dev/mqueue")}
 # The runner and the work tmpfs share the container's memory with the program.
 OVERHEAD_MB = 96
 PROCESSES = 64
 START_LIMIT_S = 60.0
 REPLY_MARGIN_S = 30.0
 RUNNER_SETTINGS = {
-    "work_root": "/tmp",
+    "work_root": WORK_ROOT,
     "uid": PROGRAM_UID,
     "judge_uid": PROGRAM_UID + JUDGE_UID_OFFSET,
     "nproc": PROCESSES,
@@ -154,8 +164,9 @@ class DockerSandbox(BatchSandbox):
                 stdin_open=True,
                 network_mode="none",
                 read_only=True,
-                tmpfs={"/tmp": WORK_TMPFS},
-                working_dir="/tmp",
+                tmpfs={WORK_ROOT: WORK_TMPFS, **COVERED},
+                ipc_mode="none",
+                working_dir=WORK_ROOT,
                 user=RUNNER_USER,
                 cap_drop=["ALL"],
                 cap_add=RUNNER_CAPABILITIES,

@@ -19,13 +19,13 @@ runs the program once per call, in a fork, on the case's input; its judge's test
 a deadline of its own (`Candidate.within`) and end with a verdict of their own (`Candidate.fail`).
 """
 
+import ast
 import atexit
 import builtins
 import contextlib
 import io
 import json
 import os
-import signal
 import sys
 import time
 import types
@@ -198,6 +198,9 @@ class Candidate:
 
     def __call__(self, *args, **kwargs):
         codec = self._codec
+        if time.monotonic() >= self._deadline:
+            # Past the deadline no answer can count: nothing is asked of a stuck candidate.
+            raise CallFailed(f"no answer from {self.__name__} before the deadline", "timeout")
         try:
             request = codec.encode([self.__name__, list(args), kwargs])
         except codec.CodecError as error:
@@ -259,21 +262,51 @@ def run_judge(size, calls, answers, verdicts, deadline, codec):
             break
         payload += chunk
     spec = json.loads(payload)
-    namespace = {"__name__": "__main__", "__builtins__": builtins}
-    verdict = {"passed": False, "kind": "failed", "reason": ""}
+    failures = []
+    namespace = {"__name__": "__main__", "__builtins__": builtins,
+                 _ANY_FAILURE: BaseException, _RECORD: failures.append}
     try:
         # The prompt is trusted text: its helpers (encode_cyclic, poly) are the judge's own.
         exec(compile(spec["prompt"], "prompt.py", "exec"), namespace)
         namespace[spec["entry_point"]] = Candidate(spec["entry_point"], calls, answers,
                                                    deadline, codec)
-        exec(compile(spec["tests"], "tests.py", "exec"), namespace)
-        verdict = {"passed": True, "kind": "ok", "reason": "the tests passed"}
-    except CallFailed as failed:
-        verdict["kind"], verdict["reason"] = failed.kind, failed.reason
+        exec(every_assert(spec["tests"]), namespace)
     except BaseException as error:  # noqa: BLE001 - any other end of the tests is a failure
-        verdict["reason"] = _where(error)
-    os.write(verdicts, json.dumps(verdict).encode())
+        failures.append(error)
+    os.write(verdicts, json.dumps(_verdict(failures)).encode())
     return 0
+
+
+# The names by which the tests, rewritten, record a failed assert: no test uses them.
+_ANY_FAILURE, _RECORD = "__heldout_any_failure__", "__heldout_record_failure__"
+
+
+class _EveryAssert(ast.NodeTransformer):
+    def visit_Assert(self, node):
+        failure = "__heldout_failure__"
+        record = ast.Expr(ast.Call(ast.Name(_RECORD, ast.Load()),
+                                   [ast.Name(failure, ast.Load())], []))
+        handler = ast.ExceptHandler(ast.Name(_ANY_FAILURE, ast.Load()), failure, [record])
+        return ast.copy_location(ast.Try([node], [handler], [], []), node)
+
+
+def every_assert(tests):
+    """The tests with every assert made to record its failure and go on, so that the judge
+    makes every call the tests make whatever the candidate answered: a candidate called again
+    learns nothing of whether its last answer was right. A test that stops for another reason
+    (a statement outside an assert raised) still stops there."""
+    tree = ast.fix_missing_locations(_EveryAssert().visit(ast.parse(tests, "tests.py")))
+    return compile(tree, "tests.py", "exec")
+
+
+def _verdict(failures):
+    """The verdict from every failure the tests recorded, in order: the first one decides."""
+    if not failures:
+        return {"passed": True, "kind": "ok", "reason": "the tests passed"}
+    first = failures[0]
+    if isinstance(first, CallFailed):
+        return {"passed": False, "kind": first.kind, "reason": first.reason}
+    return {"passed": False, "kind": "failed", "reason": _where(first)}
 
 
 def _where(error):
@@ -287,100 +320,3 @@ def _where(error):
     place = f" at tests.py line {line}" if line is not None else ""
     message = _message(error)
     return f"{type(error).__name__}{place}" + (f": {message}" if message else "")
-
-
-# --- how the runner tells how a program ended -------------------------------------------------
-
-# Where the memory cgroup counts its kills: cgroup v2, then v1 (absent outside a container).
-_OOM_COUNTERS = ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control")
-
-
-def oom_kills():
-    """How many processes the memory cgroup has killed so far, or None where no count can be
-    read: a process that kills itself with SIGKILL is then no out-of-memory."""
-    for path in _OOM_COUNTERS:
-        try:
-            with open(path, encoding="ascii") as counters:
-                for line in counters:
-                    name, _, value = line.partition(" ")
-                    if name == "oom_kill":
-                        return int(value)
-        except (OSError, ValueError):
-            continue
-    return None
-
-
-def program_status(ended, exit_code, stderr, oom_killed, timeout_s, output_mb):
-    """A plain program's status and the note added to its stderr, from how it ended
-    ("exited", "timeout", or "output": it wrote more than `output_mb` MiB)."""
-    if ended == "timeout":
-        return "timeout", f"\n[heldout] no exit within {timeout_s:g} s: killed"
-    if ended == "output":
-        return "failed", f"\n[heldout] more than {output_mb} MiB of output: killed"
-    if exit_code == 0:
-        return "ok", ""
-    if exit_code == -signal.SIGXCPU:
-        return "timeout", "\n[heldout] CPU time limit reached"
-    if oom_killed:
-        return "oom", "\n[heldout] killed by the memory limit"
-    if stderr.rstrip().rpartition("\n")[2].startswith("MemoryError"):
-        return "oom", ""
-    return "failed", ""
-
-
-def read_verdict(fd):
-    """The judge's verdict, or None when it wrote none (or not one the judge would write)."""
-    data = b""
-    while chunk := os.read(fd, 65536):
-        data += chunk
-        if len(data) > 65536:
-            break
-    os.close(fd)
-    try:
-        verdict = json.loads(data)
-    except ValueError:
-        return None
-    shaped = (isinstance(verdict, dict) and isinstance(verdict.get("passed"), bool)
-              and isinstance(verdict.get("reason"), str)
-              and verdict.get("kind") in ("ok", "failed", "timeout", "oom"))
-    return verdict if shaped else None
-
-
-def pass_on(size, target):
-    """Move the next `size` bytes of the runner's input to `target` inside the kernel (splice),
-    so the judge's part never sits in the runner's memory; what a dead judge leaves of it goes
-    to /dev/null, the same way."""
-    discard = None
-    try:
-        while size > 0:
-            try:
-                moved = os.splice(0, discard or target, size)
-            except BrokenPipeError:
-                discard = discard or os.open(os.devnull, os.O_WRONLY)
-                continue
-            if moved == 0:
-                return
-            size -= moved
-    finally:
-        os.close(target)
-        if discard is not None:
-            os.close(discard)
-
-
-def judged_status(ended, verdict, out_of_memory, timeout_s):
-    """The program's status and the reason's line, from how the runner saw the judge end
-    ("exited", "timeout", or "output": the candidate wrote too much)."""
-    if ended == "timeout":
-        return "timeout", f"no verdict within {timeout_s:g} s: killed"
-    if ended == "output":
-        return "failed", "the candidate wrote too much output: killed"
-    if verdict is None:
-        # The memory cgroup of a container is the judge's too: its kill may fall on the judge.
-        return ("oom" if out_of_memory else "failed"), "the judge ended without a verdict"
-    if verdict["passed"]:
-        return "ok", verdict["reason"]
-    if verdict["kind"] in ("timeout", "oom"):
-        return verdict["kind"], verdict["reason"]
-    if out_of_memory:
-        return "oom", f"the candidate ran out of memory ({verdict['reason']})"
-    return "failed", verdict["reason"]

@@ -2,29 +2,30 @@
 
 Standard library only, no heldout imports: the subprocess backend runs this file inside the
 jail of jail.py, the docker backend passes its source to `python3 -c` in the container. Its
-settings (a JSON argument) carry the sources of roles.py and codec.py, which its forks use. It
-writes READY, then answers each job, a JSON line on stdin ({"source", "stdin", "timeout_s",
-"memory_mb"}, and "judge_bytes" for a judged program), with a JSON line on stdout ({"status",
-"exit_code", "stdout_tail", "stderr_tail", "exec_s"}); the next job comes after the reply.
+settings (a JSON argument) carry the sources of its companions (codec.py, roles.py, world.py,
+zygote.py, outcomes.py). It writes READY, then answers each job, a JSON line on stdin
+({"source", "stdin", "timeout_s", "memory_mb"}, and "judge_bytes" for a judged program), with a
+JSON line on stdout ({"status", "exit_code", "stdout_tail", "stderr_tail", "exec_s"}); the next
+job comes after the reply.
 
-A judged program (roles.py) is a candidate and a judge, forked as two users of their own. The
-judge's part (prompt, tests, entry point) never passes through the runner: once both are forked
-the runner writes SEND_JUDGE, and the judge reads the "judge_bytes" the host then writes from
-the runner's own input. So no fork of the runner can find a test in memory it inherited.
+A judged program (roles.py) is a candidate and a judge, started as two users of their own. The
+judge's part (prompt, tests, entry point) never passes through the runner: once both are
+started the runner writes SEND_JUDGE, and the judge reads the "judge_bytes" the host then
+writes, moved from the runner's input with splice.
 
-The runner is a pre-forked interpreter: started as `python -I -S`, it imports what programs
-commonly import and never runs untrusted code itself; each program runs in a fork of it, so it
-starts from the same pristine state as a fresh `python -I -S main.py` would, without paying
-~12 ms of interpreter start-up. In that fork: a session of its own, a fresh work directory,
-rlimits on CPU, address space, file size, open files (and processes where its user is its
-own), an environment of PATH, locale, HOME and TMPDIR, stdin from memory, stdout and stderr
-into pipes of which the runner keeps the tails. After it ends, everything it started is
-killed: all at once where the runner is the init of its PID namespace (a worker's, a
-container's), else by its process group.
-
-Every module and class the runner loads is reachable from the programs it forks, so it loads
-nothing that they must not have (no ctypes, no subprocess). The forks of one runner share its
-hash seed: a program's set and dict-of-str orders are the same from one run to the next.
+No program is a fork of the runner, whose memory holds earlier jobs and replies: before its
+first job the runner forks the zygote (zygote.py), which never sees a job, and every program is
+forked from the zygote, so each starts from the same pristine state (the modules programs
+commonly import, already imported) as a fresh `python -I -S main.py` would, without paying
+~12 ms of interpreter start-up. In that fork (`_become`): a session of its own, a world of its
+own (world.py: an IPC namespace of its own where the runner is root, and a seccomp filter that
+refuses System V IPC, POSIX message queues and the keyrings), rlimits on CPU, address space,
+file size, open files (and processes where its user is its own), an environment of PATH,
+locale, HOME and TMPDIR, stdin from memory, stdout and stderr into pipes of which the runner
+keeps the tails. After it ends, everything it started is killed: every process of the program
+users at once where they are users of their own (the zygote sweeps), else its process group.
+The forks share the zygote's hash seed: a program's set and dict-of-str orders are the same
+from one run to the next.
 """
 
 import builtins
@@ -91,10 +92,16 @@ class Runner:
         self.max_output = settings.get("max_output_mb", 8) * _MIB
         self.max_file = settings.get("max_file_mb", 32) * _MIB
         self.open_files = settings.get("open_files", 64)
+        # Root with CAP_SYS_ADMIN (a subprocess worker) can give each program IPC of its own.
+        self.new_ipc = settings.get("new_ipc", False)
+        self.zygote = None
 
     def serve(self, jobs=None, replies=None):
         jobs = jobs or sys.stdin.buffer
         self.replies = replies or sys.stdout
+        # Before the first job: the zygote's memory is the same for every program it forks.
+        world.become_subreaper()
+        self.zygote = zygote.start(self._become)
         self._say(READY)  # the host waits for this before it sends a job
         while True:
             job = _next_job(jobs)
@@ -111,31 +118,30 @@ class Runner:
         try:
             if self.uid is not None:
                 os.chown(workdir, self.uid, self.uid)
-            timeout_s = float(job["timeout_s"])
-            limits = self._limits(timeout_s, int(job["memory_mb"]))
             path = os.path.join(workdir, PROGRAM_FILE)
             with open(path, "w", encoding="utf-8") as file:
                 file.write(job["source"])
             run = self._run_judged if "judge_bytes" in job else self._run_in
-            return run(job, path, timeout_s, limits)
+            return run(job, path, float(job["timeout_s"]), int(job["memory_mb"]))
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
 
-    def _run_in(self, job, path, timeout_s, limits):
-        # Into the kernel at once: a fork must find the program's input in no Python object.
+    def _request(self, role, uid, path, timeout_s, memory_mb, **more):
+        """What the zygote is told of a program: never its source, input or tests."""
+        return {"role": role, "uid": uid, "path": path, "timeout_s": timeout_s,
+                "memory_mb": memory_mb, **more}
+
+    def _run_in(self, job, path, timeout_s, memory_mb):
+        # Into the kernel at once, for the program's fd 0 alone.
         stdin = _memory_file(job.pop("stdin", "").encode("utf-8"))
         stdout_r, stdout_w = os.pipe()
         stderr_r, stderr_w = os.pipe()
-        oom_kills = roles.oom_kills()
+        oom_kills = outcomes.oom_kills()
         started = time.monotonic()
         try:
-            pid = os.fork()
-            if pid == 0:
-                self._become(self.uid, limits, (stdin, stdout_w, stderr_w), path,
-                             lambda env: roles.run_as_main(job["source"], path, env))
+            pid = self.zygote.spawn(self._request("main", self.uid, path, timeout_s, memory_mb),
+                                    (stdin, stdout_w, stderr_w))
         finally:
-            # The program's stdin is its fd 0 alone: a program that shares our user (in a
-            # container) could otherwise read it again through /proc/<runner>/fd.
             for fd in (stdin, stdout_w, stderr_w):
                 os.close(fd)
         stdout, stderr = _Tail(self.tail_bytes), _Tail(self.tail_bytes)
@@ -148,7 +154,7 @@ class Runner:
         exec_s = time.monotonic() - started
         self._sweep(pid)
         _drain(pipes)
-        status, note = roles.program_status(ended, exit_code, stderr.text(),
+        status, note = outcomes.program_status(ended, exit_code, stderr.text(),
                                             self._oom_killed(oom_kills, exit_code), timeout_s,
                                             self.max_output // _MIB)
         return {
@@ -159,9 +165,9 @@ class Runner:
             "exec_s": round(exec_s, 6),
         }
 
-    def _become(self, uid, limits, fds, path, role):
-        """In a fork: take `uid`, `limits` and `fds` (0, 1, 2, ... in order), run `role` with
-        the program's environment, and never return."""
+    def _become(self, request, fds):
+        """In a fork of the zygote: take the request's user, limits and `fds` (0, 1, 2, ... in
+        order), a world of its own (world.py), run the role, and never return."""
         status = 126
         try:
             os.setsid()
@@ -170,22 +176,39 @@ class Runner:
             for target, fd in enumerate(high):
                 os.dup2(fd, target)
             os.closerange(len(fds), _MAX_FD)
+            path = request["path"]
             os.chdir(os.path.dirname(path))
+            if self.new_ipc:
+                world.new_ipc_namespace()
+            uid = request["uid"]
             if uid is not None:
                 os.setgroups([])
                 os.setgid(uid)
                 os.setuid(uid)
-            limits()
+            world.refuse_shared_state()
+            self._limits(float(request["timeout_s"]), int(request["memory_mb"]))
             for name in RUNNER_MODULES:  # what only the runner uses leaves the fork's view
                 sys.modules.pop(name, None)
-            status = role({**self.env, "HOME": os.path.dirname(path),
-                           "TMPDIR": os.path.dirname(path)})
+            env = {**self.env, "HOME": os.path.dirname(path), "TMPDIR": os.path.dirname(path)}
+            status = self._play(request, path, env)
         except BaseException as error:
             os.write(2, f"[heldout] the program could not start: {error!r}\n".encode())
         finally:
             os._exit(status)
 
-    def _run_judged(self, job, path, timeout_s, limits):
+    @staticmethod
+    def _play(request, path, env):
+        role = request["role"]
+        if role == "judge":
+            return roles.run_judge(int(request["judge_bytes"]), CALLS, ANSWERS, VERDICTS,
+                                   float(request["deadline"]), codec)
+        with open(path, encoding="utf-8") as file:
+            source = file.read()
+        if role == "candidate":
+            return roles.run_candidate(source, path, env, CALLS, ANSWERS, codec)
+        return roles.run_as_main(source, path, env)
+
+    def _run_judged(self, job, path, timeout_s, memory_mb):
         """A candidate and a judge (roles.py); the judge's verdict is the program's result."""
         calls_r, calls_w = os.pipe()
         answers_r, answers_w = os.pipe()
@@ -194,26 +217,23 @@ class Runner:
         part_r, part_w = os.pipe()
         verdicts_r, verdicts_w = os.pipe()
         null = os.open(os.devnull, os.O_RDWR)
-        oom_kills = roles.oom_kills()
+        oom_kills = outcomes.oom_kills()
         started = time.monotonic()
         deadline = started + timeout_s
         try:
-            candidate = os.fork()
-            if candidate == 0:
-                self._become(self.uid, limits, (null, stdout_w, stderr_w, calls_r, answers_w),
-                             path, lambda env: roles.run_candidate(
-                                 job["source"], path, env, CALLS, ANSWERS, codec))
-            judge = os.fork()
-            if judge == 0:
-                fds = (part_r, null, null, calls_w, answers_r, verdicts_w)
-                self._become(self.judge_uid, limits, fds, path, lambda env: roles.run_judge(
-                    int(job["judge_bytes"]), CALLS, ANSWERS, VERDICTS, deadline, codec))
+            candidate = self.zygote.spawn(
+                self._request("candidate", self.uid, path, timeout_s, memory_mb),
+                (null, stdout_w, stderr_w, calls_r, answers_w))
+            judge = self.zygote.spawn(
+                self._request("judge", self.judge_uid, path, timeout_s, memory_mb,
+                              judge_bytes=int(job["judge_bytes"]), deadline=deadline),
+                (part_r, null, null, calls_w, answers_r, verdicts_w))
         finally:
             for fd in (calls_r, calls_w, answers_r, answers_w, stdout_w, stderr_w, part_r,
                        verdicts_w, null):
                 os.close(fd)
         self._say(SEND_JUDGE)
-        roles.pass_on(int(job["judge_bytes"]), part_w)
+        outcomes.pass_on(int(job["judge_bytes"]), part_w)
         stdout, stderr = _Tail(self.tail_bytes), _Tail(self.tail_bytes)
         pipes = {stdout_r: stdout, stderr_r: stderr}
         # The judge's own deadline is the program's: a moment more lets it say what timed out.
@@ -230,10 +250,10 @@ class Runner:
         exec_s = time.monotonic() - started
         self._sweep(candidate, judge)
         _drain(pipes)
-        verdict = roles.read_verdict(verdicts_r)
+        verdict = outcomes.read_verdict(verdicts_r)
         out_of_memory = self._oom_killed(oom_kills, candidate_code) or \
             stderr.text().rstrip().rpartition("\n")[2].startswith("MemoryError")
-        status, reason = roles.judged_status(ended, verdict, out_of_memory, timeout_s)
+        status, reason = outcomes.judged_status(ended, verdict, out_of_memory, timeout_s)
         return {
             "status": status,
             "exit_code": 0 if status == "ok" else None,
@@ -253,12 +273,8 @@ class Runner:
         ]
         if self.nproc is not None:
             limits.append((resource.RLIMIT_NPROC, (self.nproc,) * 2))
-
-        def apply():
-            for which, value in limits:
-                resource.setrlimit(which, value)
-
-        return apply
+        for which, value in limits:
+            resource.setrlimit(which, value)
 
     def _watch(self, pid, pipes, deadline):
         """Collect output until the program exits ("exited"), its deadline ("timeout") or
@@ -290,18 +306,18 @@ class Runner:
         """Whether the memory cgroup killed the program: its own count says so where it can be
         read; else, inside a container, a SIGKILL we did not send is taken for it."""
         if kills_before is not None:
-            return roles.oom_kills() > kills_before
+            return outcomes.oom_kills() > kills_before
         return exit_code == -signal.SIGKILL and self.oom_when_killed
 
     def _sweep(self, *pids):
         for pid in pids:
             _kill_group(pid)
-        if os.getpid() == 1:
-            # The init of our own PID namespace (a worker's, a container's): every other
-            # process in it is a program's, and one kill(-1) ends them all, forks in flight too.
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(-1, signal.SIGKILL)
-        _reap_orphans()
+        users = [uid for uid in (self.uid, self.judge_uid) if uid is not None]
+        if users:
+            # Programs run as users of their own: every process of theirs is a program's, and
+            # one kill(-1) as each user ends them all, forks in flight too.
+            self.zygote.sweep(users)
+        zygote.reap_orphans(users)
 
 
 def _next_job(jobs):
@@ -326,18 +342,6 @@ def _kill_group(pid):
         os.killpg(pid, signal.SIGKILL)
 
 
-def _reap_orphans(within_s=2.0):
-    """Collect the orphans re-parented to us (we are PID 1 of our namespace or container)."""
-    give_up = time.monotonic() + within_s
-    while time.monotonic() < give_up:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            time.sleep(0.001)
-
-
 def _drain(pipes, within_s=0.5):
     """Read what was written before the end; a writer that escaped the sweep (where there is
     no sweep) must not keep us waiting."""
@@ -358,7 +362,7 @@ def _drain(pipes, within_s=0.5):
 
 def _load_companions(sources):
     """codec.py and roles.py, from the sources the host sent (a container has no heldout)."""
-    global codec, roles
+    global codec, roles, world, zygote, outcomes
     for name, source in sources.items():
         module = types.ModuleType(name)
         module.__file__ = f"<{name}>"
@@ -367,12 +371,13 @@ def _load_companions(sources):
         module.__builtins__ = dict(vars(builtins))
         sys.modules[name] = module
         exec(compile(source, module.__file__, "exec"), module.__dict__)
-    codec, roles = (sys.modules[name] for name in COMPANIONS)
+    codec, roles, world, zygote, outcomes = (sys.modules[name] for name in COMPANIONS)
 
 
-COMPANIONS = ("heldout_sandbox_codec", "heldout_sandbox_roles")
-RUNNER_MODULES = (__name__, *COMPANIONS)
-codec = roles = None
+COMPANIONS = ("heldout_sandbox_codec", "heldout_sandbox_roles", "heldout_sandbox_world",
+              "heldout_sandbox_zygote", "heldout_sandbox_outcomes")
+RUNNER_MODULES = (__name__, "heldout_sandbox_zygote", "heldout_sandbox_outcomes")
+codec = roles = world = zygote = outcomes = None
 
 
 def main(argv):

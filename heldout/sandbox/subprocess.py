@@ -141,6 +141,7 @@ class SubprocessSandbox(BatchSandbox):
             "uid": lease.uid,
             "judge_uid": lease.uid + JUDGE_UID_OFFSET,
             "nproc": PROGRAM_PROCESSES,
+            "new_ipc": True,  # root in the worker's namespaces: an IPC namespace per program
             # The interpreter's own files stay visible: jail.py finds them from inside.
             "jail": {"work_size_mb": WORK_TMPFS_MB, "hidden": list(self.hidden_paths)},
         }

@@ -209,7 +209,10 @@ def case_outcome(answer, expected, spec):
 def judge_cases(run_case, spec_json):
     """Run every case through the candidate (`run_case`, the judge's proxy) and end the judging
     with the first failed case's kind and reason, or, when `reveal` (public cases, for
-    run_public_tests), with JSON describing the failed cases. Returns when every case passed."""
+    run_public_tests), with JSON describing the failed cases. Returns when every case passed.
+    Every case is asked whatever the answers before it, so that being asked again tells the
+    candidate nothing; only a call that failed (the channel lost, or a case past its deadline,
+    which the candidate saw for itself) ends the asking."""
     import json
 
     spec = json.loads(spec_json)
@@ -227,11 +230,12 @@ def judge_cases(run_case, spec_json):
         else:
             kind, why, got = case_outcome(answer, case["output"], spec)
         if kind is not None:
-            if not spec["reveal"]:
-                run_case.fail(f"case {number} of {len(cases)}: {why}", kind)
             failed.append((number, why, case, got, kind))
         if channel_lost:
             break
+    if failed and not spec["reveal"]:
+        number, why, _, _, kind = failed[0]
+        run_case.fail(f"case {number} of {len(cases)}: {why}", kind)
     if failed:
         width = spec["revealed_chars"]
         described = [{"case": number, "why": why, "input": case["input"][:width],
