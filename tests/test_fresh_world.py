@@ -150,3 +150,20 @@ def test_the_first_failed_assert_is_the_reason(sandbox):
                    memory_mb=256)
     assert not result.passed and result.stderr_tail.rstrip().endswith(
         "AssertionError at tests.py line 4: -3")
+
+
+def test_public_test_feedback_shows_nothing_a_hidden_run_left(one_worker):
+    """run_public_tests reports what the program printed: a hidden-test run's plants must not
+    reach that observation, on the worker (or container) that ran both."""
+    from heldout.episodes.budgets import ExecLimits
+    from heldout.episodes.environments import make_environment
+
+    secret, hidden = plant()
+    task = probe_task(hidden).model_copy(update={"public_tests": "assert probe() == 'public'\n"})
+    written = score(task, probe_completion("write", secret), one_worker, **LIMITS)
+    assert writer_shortfalls(report(written), secret) == []
+    environment = make_environment(task, one_worker, ExecLimits(**LIMITS), "{prompt}",
+                                   ("run_public_tests", "submit"))
+    observation = environment.call("run_public_tests", {"code": probe_completion("read")})
+    assert '"planted": []' in observation.text, observation.text  # the reader's own line
+    assert secret not in observation.text and hidden not in observation.text
