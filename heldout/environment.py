@@ -37,6 +37,13 @@ def store_root(project_root: Path) -> Path:
     return project_root
 
 
+def user_config_dir() -> Path:
+    """The user's own heldout folder, outside every project: where the secrets live (the test
+    key, the episode cache's key), so nothing that can write a project folder can read them."""
+    config = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(config) / "heldout"
+
+
 def default_tracking_uri(project_root: Path) -> str:
     return f"sqlite:///{store_root(project_root) / 'mlflow.db'}"
 

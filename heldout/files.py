@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -64,3 +65,22 @@ def json_bytes(value: Any) -> bytes:
 def write_json_atomic(target: Path, value: Any) -> None:
     with staged_outputs() as outputs:
         outputs.write_json(target, value)
+
+
+def create_secret_file(path: Path, size: int) -> bool:
+    """Put a new random secret of `size` bytes, as hex digits, in `path` (mode 0600, in a folder
+    made 0700) unless a file is there already; True when this call made it. The file appears
+    whole or not at all (written aside, then linked into place), so a process racing this one
+    reads either no file or the whole secret, and two racing processes keep the same one."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")  # 0600
+    try:
+        with os.fdopen(descriptor, "w", encoding="ascii") as handle:
+            handle.write(os.urandom(size).hex() + "\n")
+        try:
+            os.link(temporary, path)
+        except FileExistsError:
+            return False
+        return True
+    finally:
+        os.unlink(temporary)

@@ -74,6 +74,6 @@ def val_metrics_file(checkpoint: str) -> Path:
 
 
 def test_rollout_file(arm: str) -> Path:
-    """candidate or base: the two arms of the single test access, outcomes only (no completion:
-    on test tasks, completions stay sealed in SEALED_TEST_EPISODES)."""
+    """candidate or base: the two arms of the single test access, outcomes only (no completion,
+    no trajectory, an empty error: on test tasks they stay sealed in SEALED_TEST_EPISODES)."""
     return TEST_ROLLOUTS / f"{arm}.parquet"

@@ -2,8 +2,9 @@
 
 Candidate (the selection's choice) and base run on the test split under the same harness with
 the same seeds. Every attempt is a ledger line and an MLflow run tagged heldout.test_access.
-The episodes themselves (completions and trajectories included) leave this stage sealed for the
-test key; the rollout files hold outcomes only."""
+The episodes themselves (completions, trajectories and error texts included) leave this stage
+sealed for the test key; the rollout files hold outcomes only, no text derived from the hidden
+tests (heldout.episodes.rows.outcome_table)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from heldout.custody.seal import seal
 from heldout.episodes.chunks import ChunkExecutor
 from heldout.episodes.harness import Harness
 from heldout.episodes.rollout import RolloutsConfig, roll_out
-from heldout.episodes.rows import TEST_CONTENT_COLUMNS, TIMING_COLUMNS, rollout_table
+from heldout.episodes.rows import TIMING_COLUMNS, outcome_table, rollout_table
 from heldout.files import staged_outputs
 from heldout.statistics.counts import pass_at_1
 from stages.catalog import (
@@ -210,7 +211,7 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
             with staged_outputs() as outputs:
                 outputs.write_json(root / RERUNS, rerun_record)
                 for arm, table in tables.items():
-                    table.drop(columns=list(TEST_CONTENT_COLUMNS)).to_parquet(
+                    outcome_table(table).to_parquet(
                         outputs.path(root / test_rollout_file(arm)), index=False)
                 outputs.write_bytes(root / SEALED_TEST_EPISODES,
                                     seal(episodes_parquet(tables), test_key.public))

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import json
 
-from heldout.episodes.harness import Harness
+import pytest
 
-# What the default harness gives since episodes became a loop with tools and per-episode budgets
-# (before: abe2fdc2... under the two-process judge, f179c0d8... with python-function/1). Only a
-# change of what a score means may change it.
-DEFAULT_FINGERPRINT = "e2a9103023177d47641081b5b509106603f3d1e0089cb84bce36c99b96e23c17"
+from heldout.episodes.harness import EXECUTION_ONLY, Harness
+from heldout.sandbox.config import SandboxConfig
+
+# What the default harness gives since sandbox.container_per entered the fingerprint (before:
+# e2a91030... since episodes became a loop with tools and per-episode budgets, abe2fdc2... under
+# the two-process judge, f179c0d8... with python-function/1). Only a change of what a score
+# means may change it.
+DEFAULT_FINGERPRINT = "fe084cf523a29541af7d7bb5942a47602de6fa92bd97ccc378e82d2541a736dc"
 DEFAULT_JSON = (
     '{"template": "{prompt}", "temperature": 0.8, "top_p": 0.95, "max_tokens": 512, '
     '"max_turns": 1, "max_tool_calls": 8, "max_cost_usd": null, "tools": '
@@ -28,7 +32,23 @@ def test_the_default_harness_keeps_its_fingerprint_and_its_json():
 
 
 def test_only_what_can_change_a_score_changes_the_fingerprint():
-    faster = Harness(sandbox={"workers": 8, "container_per": "program"})
+    faster = Harness(sandbox={"workers": 8})
     assert faster.fingerprint() == DEFAULT_FINGERPRINT
     assert Harness(timeout_s=11).fingerprint() != DEFAULT_FINGERPRINT
     assert Harness(sandbox={"backend": "docker"}).fingerprint() != DEFAULT_FINGERPRINT
+
+
+@pytest.mark.parametrize("setting", [
+    {"container_per": "program"}, {"backend": "docker"}, {"image": "python:3.12-slim"},
+    {"memory_mb": 1024}, {"cpus": 2.0},
+])
+def test_every_sandbox_setting_that_can_change_a_score_changes_the_fingerprint(setting):
+    changed = Harness(sandbox=setting)
+    assert changed.fingerprint() != DEFAULT_FINGERPRINT
+    # workers alongside it changes nothing more: the same setting at 8 workers is the same.
+    assert Harness(sandbox={**setting, "workers": 8}).fingerprint() == changed.fingerprint()
+
+
+def test_workers_is_the_one_sandbox_setting_the_fingerprint_leaves_out():
+    fingerprinted = Harness().model_dump(mode="json", exclude=EXECUTION_ONLY)["sandbox"]
+    assert set(SandboxConfig.model_fields) - set(fingerprinted) == {"workers"}

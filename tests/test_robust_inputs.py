@@ -21,7 +21,7 @@ from pydantic import field_validator
 
 from heldout.agents.protocol import Action, Completion
 from heldout.canonical import safe_text, sha256_hex
-from heldout.episodes.cache import EpisodeCache
+from heldout.episodes.cache import EpisodeCache, machine_cache_key, row_mac
 from heldout.episodes.chunks import EpisodeWork, collect_rollouts
 from heldout.episodes.episode import plan_episodes, run_episode
 from heldout.episodes.harness import Harness
@@ -311,8 +311,11 @@ def fake_rows(work_, parts):
 
 
 def store(path: Path, key_: str, stored) -> None:
+    """Put `stored` at the key with the MAC this machine's cache key gives it (a sealed store
+    ignores the MAC), so that what the checks behind the MAC find is what the reader says."""
+    mac = row_mac(machine_cache_key(), key_, stored) if isinstance(stored, str) else None
     with sqlite3.connect(path) as db:
-        db.execute("UPDATE episodes SET row = ? WHERE key = ?", (stored, key_))
+        db.execute("UPDATE episodes SET row = ?, mac = ? WHERE key = ?", (stored, mac, key_))
 
 
 def test_a_poisoned_cache_is_reported_once_and_its_episodes_run_again(tmp_path: Path):
@@ -320,7 +323,8 @@ def test_a_poisoned_cache_is_reported_once_and_its_episodes_run_again(tmp_path: 
     path = tmp_path / "episodes.sqlite"
     collect_rollouts(work(), episodes, fake_rows, EpisodeCache(path), key, 2)
     first, second, third, fourth = (key(e) for e in episodes)
-    # What an older heldout committed without checking, and what an editor left.
+    # What a heldout that did not check rows committed (its MAC is right: only the checks of
+    # the row itself can find what is wrong), and what an editor holding the cache key left.
     store(path, first, json.dumps(good_row(tokens_in=10**30)))
     store(path, second, json.dumps(good_row(cost_usd=math.nan)))
     store(path, third, "{not json")

@@ -152,6 +152,30 @@ def test_test_completions_never_sit_in_plain_text(project: Path):
         reruns * base_episodes), "every test episode, the noise floor's reruns included"
 
 
+def test_the_outcome_files_quote_nothing_of_the_hidden_tests_and_the_seal_keeps_it(
+        project: Path):
+    test_stage.run(project)
+    episodes = pd.read_parquet(io.BytesIO(unseal(
+        (project / catalog.SEALED_TEST_EPISODES).read_bytes(), load_keys().current)))
+    # What the judge said about failed programs: it quotes the hidden tests.
+    quoted = {text for text in episodes["error"] if text}
+    assert any("tests.py line" in text for text in quoted), sorted(quoted)[:3]
+    markers = ("tests.py line", "AssertionError", "[heldout judge]")
+    for arm in test_stage.ARMS:
+        path = project / catalog.test_rollout_file(arm)
+        table = pd.read_parquet(path)
+        assert len(table) and set(table["error"]) == {""}
+        assert set(table["status"]) <= set(episodes["status"])
+        cells = [str(value) for column in table.columns for value in table[column]]
+        assert [c for c in cells if c in quoted or any(m in c for m in markers)] == []
+        # Not in the file's bytes either (a column's statistics hold values in plain text).
+        raw = path.read_bytes()
+        assert [m for m in markers if m.encode() in raw] == []
+        arm_episodes = episodes[episodes["checkpoint"] == table["checkpoint"].iloc[0]]
+        assert list(arm_episodes.sort_values(["task_id", "sample"])["passed"]) == list(
+            table["passed"]), "the outcomes are the sealed episodes' own"
+
+
 def test_a_resumed_access_reads_its_sealed_episodes_back(project: Path, monkeypatch):
     first = test_stage.run(project)
 

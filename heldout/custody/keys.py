@@ -23,7 +23,9 @@ from pathlib import Path
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from heldout.environment import user_config_dir
 from heldout.errors import HeldoutError
+from heldout.files import create_secret_file
 
 KEY_ENV = "HELDOUT_TEST_KEY"
 _SECRET_BYTES = 32
@@ -78,8 +80,7 @@ class KeyRing:
 
 
 def user_key_path() -> Path:
-    config = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return Path(config) / "heldout" / "test-key"
+    return user_config_dir() / "test-key"
 
 
 def load_keys(create: bool = False) -> KeyRing:
@@ -98,7 +99,9 @@ def load_keys(create: bool = False) -> KeyRing:
             f"no test key: set {KEY_ENV} to the key (64 hex digits) or to the path of a file "
             f"holding it, from your team's secret store; or put your own key in {path} "
             "(docs/stages.md: 'The test key')")
-    return KeyRing((_create(path),), str(path), created=True)
+    # Another stage may create it a moment before this one: then that key is used, never a second.
+    created = create_secret_file(path, _SECRET_BYTES)
+    return KeyRing((_parse(str(path), str(path)),), str(path), created=created)
 
 
 def _parse(entry: str, where: str) -> TestKey:
@@ -116,19 +119,6 @@ def _parse(entry: str, where: str) -> TestKey:
 
 def _is_hex_key(text: str) -> bool:
     return len(text) == 2 * _SECRET_BYTES and all(c in "0123456789abcdefABCDEF" for c in text)
-
-
-def _create(path: Path) -> TestKey:
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    secret = os.urandom(_SECRET_BYTES)
-    try:
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        # Another stage created it a moment ago: use that one, never a second key.
-        return _parse(str(path), str(path))
-    with os.fdopen(descriptor, "w", encoding="ascii") as handle:
-        handle.write(secret.hex() + "\n")
-    return TestKey(secret)
 
 
 class CustodyConfig(BaseModel):

@@ -8,8 +8,9 @@ because opening a sandbox costs as much as running a dozen episodes.
 
 Every row is validated (heldout.episodes.rows.validate_row) before it is committed, and every
 cached row as it is read back: a row that comes back invalid from any worker is committed as an
-`error` row naming the field, and a stored row that is unreadable or invalid (written by an older
-heldout, or edited) is reported in one warning line and its episode run again, never a crash.
+`error` row naming the field, and a stored row that is not authenticated, unreadable or invalid
+(written by an older heldout, or edited: heldout.episodes.cache) is reported in one warning line
+and its episode run again, never a crash.
 """
 
 from __future__ import annotations

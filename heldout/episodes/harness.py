@@ -15,9 +15,16 @@ from heldout.canonical import content_digest
 from heldout.sandbox.config import SandboxConfig
 from heldout.tasks.kinds import DEFAULT_KIND, task_kind
 
-# How an evaluation is executed, not what it measures: changing them must not change the
-# fingerprint (more workers give the same numbers faster).
-EXECUTION_ONLY = {"sandbox": {"workers", "container_per"}}
+# How an evaluation is executed, not what it measures: left out of the fingerprint. Only
+# `workers` is: it sets how many programs run at once, and nothing any one program is given
+# (its source, inputs, limits, container), and each verdict is its own judge's alone, so the
+# same programs get the same verdicts, sooner. (A machine loaded enough to push a program past
+# its time limit does so whatever `workers` says: no fingerprint pins a machine's load.) Every
+# other sandbox setting can change a score and is in: `backend` and `image` (what a program
+# runs on and with), `memory_mb` and `cpus` (its limits), `network`, and `container_per`:
+# under "task" a task's samples run one after another in one container, under "program" each
+# in a fresh one, so whatever one program could leave behind for the next is there or not.
+EXECUTION_ONLY = {"sandbox": {"workers"}}
 # The tools an episode may offer (heldout.episodes.environments says what each does).
 ToolName = Literal["run_public_tests", "submit"]
 

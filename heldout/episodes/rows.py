@@ -51,6 +51,19 @@ TIMING_COLUMNS = ("agent_s", "exec_s", "step_timings")
 # Columns that hold what the agent wrote and was shown (test prompts, public-test output): the
 # test stage keeps them sealed and its rollout files leave them out.
 TEST_CONTENT_COLUMNS = ("completion", "trajectory")
+# Free text about how an episode went: a failed program's `error` quotes the hidden tests (the
+# judge's line number, an assertion's message, a value the tests expected). The test stage keeps
+# it sealed with the rest of the episode, and its rollout files hold it empty (the status still
+# says how each episode ended).
+TEST_TEXT_COLUMNS = ("error",)
+
+
+def outcome_table(table: pd.DataFrame) -> pd.DataFrame:
+    """A rollout table holding outcomes only: nothing the agent wrote or was shown, and no text
+    derived from the tests (the test split's rollout files)."""
+    return table.drop(columns=list(TEST_CONTENT_COLUMNS)).assign(**{
+        column: pd.Series("", index=table.index, dtype=ROW_COLUMNS[column])
+        for column in TEST_TEXT_COLUMNS})
 
 
 @dataclass(frozen=True)
