@@ -3,8 +3,10 @@
 One fixed completion, the same text for every task, that solves nothing: it guesses, keeps in
 every channel that might outlive a program which guesses were followed by another call, and
 answers with what it learned. Before every program started from nothing and the judge made
-every call whatever the answers, it passed 47 of 2,624 HumanEval samples (22 tasks) on the
-subprocess backend, among them 15 of 64 on the four tasks below; a do-nothing body passed 0.
+every call whatever the answers, it passed 39 of 2,624 HumanEval samples (21 tasks) on the
+subprocess backend and 63 (30 tasks) on docker, and on each backend some of the 64 samples of
+the four tasks below and of the parity program; a do-nothing body passed 0. Now: 0 of 2,624 on
+each backend.
 `benchmarks/bench_learner.py` runs it over every task on both backends.
 """
 
