@@ -167,3 +167,18 @@ def test_public_test_feedback_shows_nothing_a_hidden_run_left(one_worker):
     observation = environment.call("run_public_tests", {"code": probe_completion("read")})
     assert '"planted": []' in observation.text, observation.text  # the reader's own line
     assert secret not in observation.text and hidden not in observation.text
+
+
+def test_an_assert_the_tests_guard_themselves_is_left_to_them(sandbox):
+    """A test that catches an assert's failure decides for itself (the public tests' feedback
+    records each failure and goes on, then fails with the list)."""
+    guarded = CALLS_TASK.model_copy(update={"tests": (
+        "def check(candidate):\n"
+        "    try:\n"
+        "        assert candidate(5) == 1\n"
+        "    except AssertionError:\n"
+        "        raise ValueError('five is positive')\n\ncheck(sign)\n")})
+    result = score(guarded, "    return 0\n", sandbox, timeout_s=10, memory_mb=256)
+    assert not result.passed and result.stderr_tail.rstrip().endswith(
+        "ValueError at tests.py line 5: five is positive")
+    assert score(guarded, CALLS_TASK.reference, sandbox, timeout_s=10, memory_mb=256).passed
