@@ -156,6 +156,11 @@ RULES = [
     (TOKENS, "1\n", "1 2\n", False),
     (TOKENS, "2 1\n", "1 2\n", False),
     (TOKENS, "1.0\n", "1\n", False),  # tokens compare as text
+    (TOKENS, "1\x0b2\x0c3\r\n", "1 2 3", True),  # VT, FF and CR are ASCII whitespace too
+    (TOKENS, "1\u20032\n", "1 2\n", False),  # an em space is no separator: one token
+    (TOKENS, "1\xa02\n", "1 2\n", False),  # nor a no-break space
+    (TOKENS, "1\u20032\n", "1\u20032\n", True),  # it compares as text, like any character
+    (TOKENS, "1\x1c2\u20283\x854\n", "1 2 3 4\n", False),  # nor Python's other separators
     (FLOAT, "3.1415926\n", "3.14159265\n", True),  # inside the tolerance
     (FLOAT, "3.1416\n", "3.14159265\n", False),  # outside it
     (FLOAT, "1000000.4\n", "1000000\n", True),  # relative: 4e-7 of a million
@@ -164,6 +169,7 @@ RULES = [
     (FLOAT, "2.5e3\n", "2500.0000001\n", True),
     (FLOAT, "1 2.0000000001\n\n", "1.0 2\n", True),  # whitespace as for tokens
     (FLOAT, "1.0\n", "1.0 2.0\n", False),  # the wrong number of tokens
+    (FLOAT, "1.0\u20032.0\n", "1.0 2.0\n", False),  # ASCII whitespace only, as for tokens
     (FLOAT, "nan\n", "1.0\n", False),
     (FLOAT, "inf\n", "inf\n", True),  # not a number to compare: equal as text
     (FLOAT, "1_0\n", "10\n", False),  # Python's float() would read it; a judge does not
@@ -188,6 +194,7 @@ def test_what_the_judge_says_of_a_mismatch_quotes_nothing_of_the_expected_output
     ("compare", "printed", "passes"),
     [("exact", "'7'", True), ("exact", "'7\\n'", False), ("exact", "' 7'", False),
      ("tokens", "'\\n\\n 7 \\n'", True), ("tokens", "'7 7'", False),
+     ("tokens", "'7\\u2003'", False),
      ("float:1e-6", "'7.0000001'", True), ("float:1e-6", "'7.001'", False)])
 def test_the_rules_hold_through_the_sandbox(subprocess_sandbox, compare, printed, passes):
     task = program_task(cases(("x\n", "7\n")), "rule", compare=compare)
