@@ -250,6 +250,22 @@ def test_a_multi_turn_agents_surrogates_are_safe_in_the_trajectory(sandbox):
     rollout_table("ck", [row]).to_parquet(io.BytesIO(), index=False)
 
 
+
+def test_a_public_run_that_quotes_a_lone_surrogate_the_program_returned_is_safe_text(sandbox):
+    from heldout.episodes.budgets import ExecLimits
+    from heldout.episodes.environments import make_environment
+
+    task = Task(id="toy/quote", prompt="def f():\n    pass\n", entry_point="f",
+                tests="assert f() == 1\n", public_tests="def check():\n    assert f() == 1, 'got ' + f()\n\n\ncheck()\n")
+    environment = make_environment(task, sandbox, ExecLimits(5, 256), "{prompt}",
+                                   ("run_public_tests", "submit"))
+    # The code is valid text; what it returns, quoted by the judge's reason, is not.
+    result = environment.call("run_public_tests", {"code": "    return '\\ud800'\n"})
+    assert result.data["passed"] is False
+    assert "got \ufffd" in result.text and "got \ufffd" in result.data["reason"]
+    result.text.encode("utf-8")
+    json.dumps(result.data, ensure_ascii=False).encode("utf-8")
+
 IMPOSSIBLE = {
     "huge prompt tokens": (Completion("\ud800", tokens_in=10**30),
                            "field 'tokens_in': an integer of 31 digits is outside "

@@ -227,6 +227,43 @@ def test_a_lone_surrogate_or_an_unknown_suffix_is_refused(tmp_path: Path):
                                      ) in done.stderr
 
 
+# HumanEval/77's tests quote what the candidate returned ("First test error: " + str(...)): a
+# program that returns a lone surrogate puts one in the judge's reason, the row's `error`.
+SURROGATE_SAMPLES = [
+    {"task_id": "HumanEval/77", "completion": HUMANEVAL["HumanEval/77"].reference},
+    {"task_id": "HumanEval/77", "completion": "    return '\\ud800'\n"},
+    {"task_id": "HumanEval/77", "completion": "    return chr(0xDFFF) + 'x'\n"},
+    {"task_id": "HumanEval/77", "completion": "    raise ValueError('\\udc80')\n"},
+]
+
+
+@needs_sandbox
+def test_a_program_that_returns_a_lone_surrogate_is_scored_and_compared(tmp_path: Path):
+    base = write_samples(tmp_path / "base.jsonl", SURROGATE_SAMPLES)
+    tuned = write_samples(tmp_path / "tuned.jsonl", SURROGATE_SAMPLES[::-1])
+    done = heldout("score", base, "--tasks", "humaneval", "--timeout-s", "3", "--no-canaries")
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert "1 tasks, 4 samples each (4 samples)" in done.stdout, done.stdout
+    summary = json.loads((tmp_path / "base.summary.json").read_text())
+    assert (summary["episodes"], summary["n_tasks"]) == (4, 1)
+    table = pd.read_parquet(tmp_path / "base.parquet")
+    assert table["passed"].tolist() == [True, False, False, False]
+    assert set(table["status"]) == {"ok"}
+    assert "First test error: \ufffd" in table["error"].iloc[1]
+    assert "First test error: \ufffdx" in table["error"].iloc[2]
+    assert "ValueError" in table["error"].iloc[3] and "\ufffd" in table["error"].iloc[3]
+    assert not any("\ud800" <= c <= "\udfff" for text in table["error"] for c in text)
+
+    out = tmp_path / "report"
+    done = heldout("compare", base, tuned, "--tasks", "humaneval", "--timeout-s", "3",
+                   "--out", out)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert "1 tasks compared, 4 episodes per task" in done.stdout, done.stdout
+    scored = pd.read_parquet(out / "scored/tuned.parquet")
+    assert int(scored["passed"].sum()) == 1 and len(scored) == 4
+    assert json.loads((out / "report.json").read_text())
+
+
 # A bad value at row 3 of a column of its own type (Parquet columns have one type): row 3
 # alone is wrong in an integer or a nullable boolean column; in a column of strings or floats
 # every row is, since only booleans and the integers 0 and 1 are accepted.

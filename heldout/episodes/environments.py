@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from heldout.agents.protocol import ToolSpec
-from heldout.canonical import safe_text
+from heldout.canonical import safe_strings, safe_text
 from heldout.episodes.budgets import ExecLimits
 from heldout.episodes.feedback import describe_public_run, feedback_tests
 from heldout.episodes.judge import score
@@ -111,7 +111,10 @@ class PythonFunctionEnvironment:
         self.last_program = code
         if tool == "submit":
             return ToolResult("Submitted.", {"submitted": True}, submitted=code)
-        return self._run_public_tests(code)
+        # What a public run says quotes the program (its output, what it returned, in the
+        # judge's reason): made safe before the agent, a pipe or a row sees it.
+        result = self._run_public_tests(code)
+        return ToolResult(safe_text(result.text), safe_strings(result.data))
 
     def _run_public_tests(self, code: str) -> ToolResult:
         if not self.task.public_tests:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from heldout.agents.protocol import Agent
-from heldout.canonical import safe_text, sha256_hex
+from heldout.canonical import safe_strings, safe_text, sha256_hex
 from heldout.episodes.budgets import EpisodeBudgets
 from heldout.episodes.cache import episode_key
 from heldout.episodes.environments import make_environment
@@ -90,8 +90,7 @@ def _attempt_episode(agent: Agent, sandbox: Sandbox, harness: Harness, episode: 
         "trajectory": _json_column("trajectory", outcome.trajectory, built),
         "step_timings": _json_column("step_timings", outcome.timings, built),
     }
-    row = {key: safe_text(value) if isinstance(value, str) else value
-           for key, value in row.items()}
+    row = safe_strings(row)
     problems = [*row_problems(row), *built]
     if problems:  # an agent's impossible claims: never judged, never stored as they are
         return invalid_row(row, problems)

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from heldout.agents.canaries import BlindAgent
-from heldout.canonical import content_digest, sha256_hex
+from heldout.canonical import content_digest, safe_strings, sha256_hex
 from heldout.episodes.harness import EXECUTION_ONLY
 from heldout.episodes.judge import score_many
 from heldout.errors import InputFileError, Problem
@@ -219,8 +219,9 @@ def _describe(result: ExecResult) -> str:
 
 def sample_row(sample: SampleRow, result: ExecResult, harness: str) -> dict[str, Any]:
     """One scored sample as a rollout row (heldout.episodes.rows.ROW_COLUMNS, less the
-    checkpoint): what the agent spent is unknown here and left at zero."""
-    return {
+    checkpoint): what the agent spent is unknown here and left at zero. Its strings are made
+    safe (a judge's reason may quote a lone surrogate the program returned)."""
+    return safe_strings({
         "task_id": sample.task_id, "sample": sample.sample, "seed": NO_SEED,
         "harness": harness, "completion": sample.completion,
         "completion_sha": sha256_hex(sample.completion), "passed": bool(result.passed),
@@ -229,7 +230,7 @@ def sample_row(sample: SampleRow, result: ExecResult, harness: str) -> dict[str,
         "tokens_in": 0, "tokens_out": 0, "turns": 0, "tool_calls": 0,
         "end_reason": "submitted", "agent_s": 0.0, "exec_s": result.exec_s, "cost_usd": 0.0,
         "trajectory": "[]", "step_timings": "[]",
-    }
+    })
 
 
 def judge_in_chunks(
