@@ -249,13 +249,11 @@ def audit() -> None:
     from heldout.custody.audit import audit_project
     from heldout.environment import apply_defaults, find_project_root
     from stages.catalog import LEDGER
-    from stages.common import read_params, section
-    from stages.tracking import TrackingConfig, runs_touching_test_split
+    from stages.tracking import runs_touching_test_split
 
     root = find_project_root()
     apply_defaults(root)
-    config = section(read_params(root), "mlflow", TrackingConfig)
-    result = audit_project(root, runs_touching_test_split(root, config))
+    result = audit_project(root, runs_touching_test_split(root))
     table = Table(title=f"test-set accesses ({LEDGER})")
     for column in ("seq", "time", "user", "outcome", "access_id", "test_version", "candidate",
                    "base", "harness", "reason"):
@@ -271,6 +269,7 @@ def audit() -> None:
         stdout.print(f"{version}: {models} models evaluated on it", highlight=False)
     say = {"highlight": False, "soft_wrap": True, "markup": False}
     stdout.print(result.key_status, **say)
+    stdout.print(result.scope, **say)
     if result.anchor is not None:
         stdout.print(result.anchor.summary(), **say)
     for note in result.notes:

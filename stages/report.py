@@ -43,7 +43,8 @@ def protocol_card(root: Path, manifest: dict, harness: Harness, access: dict) ->
     """Everything a reader needs to know how the numbers were made and how spent the test
     set is."""
     entries = read_ledger(root / LEDGER)
-    opened = accesses(entries, manifest["test_version"])
+    test_set = (manifest["test_version"], manifest.get("test_content_version"))
+    opened = accesses(entries, *test_set)
     return {
         "tasks": {"source": manifest["source"], "digest": manifest["source_digest"],
                   "count": sum(manifest["counts"].values())},
@@ -54,7 +55,7 @@ def protocol_card(root: Path, manifest: dict, harness: Harness, access: dict) ->
         "test_access": {
             "test_version": manifest["test_version"],
             "opened": len(opened),
-            "models_evaluated": models_evaluated(entries, manifest["test_version"]),
+            "models_evaluated": models_evaluated(entries, *test_set),
             "ledger": str(LEDGER),
             "this_access": access["access_id"],
         },

@@ -155,7 +155,9 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
     names = {"candidate": selection["chosen"], "base": params.get("base")}
     settings = {arm: checkpoint_settings(params, name) for arm, name in names.items()}
     key = AccessKey(manifest["test_version"], names["candidate"], names["base"],
-                    harness.fingerprint())
+                    harness.fingerprint(), content_digest(settings["candidate"]),
+                    content_digest(settings["base"]),
+                    manifest.get("test_content_version") or manifest["test_version"])
 
     with tracked_stage(root, params, "test", "test") as mlflow_run:
         mlflow_run.set_tags(protocol_tags(manifest) | {
@@ -169,7 +171,8 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
         lock = TestLock(root, key, manifest, test_key=test_key,
                         selection_digest=selection["val_scores_digest"], git_commit=commit,
                         reason=reaccess.reason, reason_for=reaccess.access,
-                        mlflow_run_id=mlflow_run.run_id)
+                        mlflow_run_id=mlflow_run.run_id,
+                        mlflow_experiment_id=mlflow_run.experiment_id)
         with lock:
             mlflow_run.set_tags({"test_outcome": lock.outcome})
             tasks = eval_view(root, "test", lock.read_tasks())
@@ -191,13 +194,15 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
             episodes_s = sum(timings)
             digest = result_digest(tables | reruns)
             entries = read_ledger(root / LEDGER)
-            opened = accesses(entries, key.test_version)
+            opened = accesses(entries, key.test_version, key.content_version)
             access = {
                 **key.__dict__, "access_id": key.access_id, "resumed": lock.resumed,
                 "reason": lock.reason, "result_digest": digest,
                 "mlflow_run_id": mlflow_run.run_id,
                 "accesses_of_this_test_version": len(opened),
-                "models_evaluated_on_it": models_evaluated(entries, key.test_version),
+                "models_evaluated_on_it": models_evaluated(entries, key.test_version,
+                                                           key.content_version),
+                "predecessor": lock.context.get("predecessor"),
                 "tasks": len(tasks),
                 # The report breaks results down by group without opening the test split.
                 "groups": {t.id: t.group for t in tasks},

@@ -32,8 +32,8 @@ class StageRun:
     """What a stage may log. MLflow's active run is per thread: call these from the thread that
     opened the run (the flow's), never from a task on a worker thread (NOTES.md)."""
 
-    def __init__(self, run_id: str):
-        self.run_id = run_id
+    def __init__(self, run_id: str, experiment_id: str = ""):
+        self.run_id, self.experiment_id = run_id, experiment_id
 
     def set_tags(self, tags: Mapping[str, Any]) -> None:
         import mlflow
@@ -120,7 +120,7 @@ def stage_run(
         run_name=run_name,
         tags={_tag(key): str(value) for key, value in tags.items()},
     ) as run:
-        yield StageRun(run.info.run_id)
+        yield StageRun(run.info.run_id, experiment_id)
 
 
 # The runs an audit reads: tagged by the test stage, refused by a stage's guard, or holding the
@@ -132,30 +132,43 @@ TEST_SPLIT_QUERIES = (
 )
 
 
-def runs_touching_test_split(project_root: Path, config: TrackingConfig) -> list[Any]:
-    """Every run of the experiment that touched, or tried to touch, the test split, deleted
-    runs included: deleting a run must not take it out of the audit."""
+def _every_experiment(client: Any) -> list[Any]:
+    """Every experiment of the store, deleted ones included, whatever its name."""
+    from mlflow.entities import ViewType
+
+    experiments, token = [], None
+    while True:
+        page = client.search_experiments(view_type=ViewType.ALL, max_results=1000,
+                                         page_token=token)
+        experiments.extend(page)
+        token = page.token
+        if not token:
+            return experiments
+
+
+def runs_touching_test_split(project_root: Path) -> list[Any]:
+    """Every run of the store that touched, or tried to touch, the test split, in every
+    experiment (renaming one, or pointing params.mlflow.experiment elsewhere, must not take its
+    runs out of the audit), deleted runs and experiments included."""
     import mlflow
     from mlflow.entities import ViewType
 
     from heldout.custody.audit import DELETED_WITH_EXPERIMENT, TestAccessRun
 
     client = mlflow.MlflowClient(tracking_uri(project_root))
-    experiment = client.get_experiment_by_name(config.experiment)
-    if experiment is None:
-        return []
+    experiments = {e.experiment_id: e for e in _every_experiment(client)}
     found: dict[str, Any] = {}
     for query in TEST_SPLIT_QUERIES:
-        token = None
-        while True:
-            page = client.search_runs([experiment.experiment_id], query,
-                                      run_view_type=ViewType.ALL, max_results=1000,
-                                      page_token=token)
-            found.update((run.info.run_id, run) for run in page)
-            token = page.token
-            if not token:
-                break
-    experiment_deleted = experiment.lifecycle_stage == "deleted"
+        for chunk in _chunks(list(experiments), 100):
+            token = None
+            while True:
+                page = client.search_runs(chunk, query, run_view_type=ViewType.ALL,
+                                          max_results=1000, page_token=token)
+                found.update((run.info.run_id, run) for run in page)
+                token = page.token
+                if not token:
+                    break
+    deleted = {i for i, e in experiments.items() if e.lifecycle_stage == "deleted"}
     return [
         TestAccessRun(
             run_id=run.info.run_id,
@@ -165,9 +178,13 @@ def runs_touching_test_split(project_root: Path, config: TrackingConfig) -> list
                 tag.key == "mlflow.data.context" and tag.value == "test"
                 for dataset_input in run.inputs.dataset_inputs for tag in dataset_input.tags
             ),
-            lifecycle_stage=DELETED_WITH_EXPERIMENT if experiment_deleted
+            lifecycle_stage=DELETED_WITH_EXPERIMENT if run.info.experiment_id in deleted
             else run.info.lifecycle_stage,
             tags=dict(run.data.tags),
         )
         for run in found.values()
     ]
+
+
+def _chunks(items: list[str], size: int) -> list[list[str]]:
+    return [items[start:start + size] for start in range(0, len(items), size)]

@@ -36,7 +36,8 @@ from stages.tracking import TrackingConfig, runs_touching_test_split, stage_run
 from tests.test_cli import heldout
 
 OTHER_KEY = TestKey(bytes.fromhex("22" * 32))
-ACCESS = AccessKey("t-0123456789ab", "late", "base", "f" * 64)
+ACCESS = AccessKey("t-0123456789ab", "late", "base", "f" * 64, "a" * 64, "b" * 64,
+                   "c-0123456789ab")
 NOT_GIT = "{} is not a git repository, so the ledger has no anchor: keep the project in git " \
           "and commit the ledger after each access"
 NO_MAC = "the line has no MAC, and only a refused attempt may be written without the test " \
@@ -78,7 +79,7 @@ def record_access(project: Path, *, close: bool = True, access: AccessKey = ACCE
 
 
 def audit_of(project: Path):
-    return audit_project(project, runs_touching_test_split(project, TrackingConfig()))
+    return audit_project(project, runs_touching_test_split(project))
 
 
 def rewrite(project: Path, mac=lambda entry: entry.get("mac")) -> None:
@@ -182,7 +183,7 @@ def test_an_emptied_or_removed_ledger_and_its_deleted_run_fail_the_audit(project
     else:
         (project / LEDGER).unlink()
     mlflow.MlflowClient().delete_run(run_id)
-    (run,) = runs_touching_test_split(project, TrackingConfig())
+    (run,) = runs_touching_test_split(project)
     assert (run.run_id, run.lifecycle_stage) == (run_id, "deleted")
     result = audit_of(project)
     assert not result.ok and result.chain_break is None
@@ -311,7 +312,8 @@ def test_a_committed_line_rewritten_by_the_keys_holder_names_the_commit(repo: Pa
 def test_lines_not_yet_committed_are_listed_with_the_command_not_failed(repo: Path):
     record_access(repo)
     commit = commit_ledger(repo)
-    record_access(repo, access=AccessKey("t-0123456789ab", "early", "base", "f" * 64))
+    record_access(repo, access=AccessKey("t-0123456789ab", "early", "base", "f" * 64,
+                                                "e" * 64, "b" * 64, "c-0123456789ab"))
     result = audit_of(repo)
     assert result.ok, result.problems
     assert result.notes == [

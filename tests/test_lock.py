@@ -18,7 +18,7 @@ from heldout.custody.keys import load_keys
 from heldout.custody.ledger import append, read_ledger, verify_chain
 from stages import catalog, select
 from stages import test as test_stage
-from stages.tracking import TrackingConfig, runs_touching_test_split
+from stages.tracking import runs_touching_test_split
 
 
 def set_params(project: Path, section: str, **values) -> None:
@@ -37,7 +37,7 @@ def ledger(project: Path) -> list[dict]:
 
 
 def audit_of(project: Path):
-    return audit_project(project, runs_touching_test_split(project, TrackingConfig()))
+    return audit_project(project, runs_touching_test_split(project))
 
 
 def test_one_access_opens_and_closes_and_the_audit_passes(project: Path):

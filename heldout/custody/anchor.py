@@ -14,6 +14,7 @@ that never raises (no git, no repository, no commits yet: each is a note).
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -164,10 +165,13 @@ def _ignored_note(root: Path, path: Path) -> str | None:
 
 
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess[str] | None:
-    """git's answer, or None when git cannot be run at all."""
+    """git's answer, or None when git cannot be run at all. Replace objects are ignored: with
+    them, `git replace` of a committed ledger blob would make the anchor read the forgery."""
+    environment = {**os.environ, "GIT_NO_REPLACE_OBJECTS": "1"}
     try:
-        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
-                              encoding="utf-8", errors="replace", timeout=_GIT_TIMEOUT_S)
+        return subprocess.run(["git", "--no-replace-objects", *args], cwd=root, env=environment,
+                              capture_output=True, text=True, encoding="utf-8",
+                              errors="replace", timeout=_GIT_TIMEOUT_S)
     except (OSError, subprocess.SubprocessError):
         return None
 

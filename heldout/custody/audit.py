@@ -77,6 +77,7 @@ class AuditResult:
     key_status: str = ""
     anchor: Anchor | None = None
     lines: int = 0
+    scope: str = ""  # what the audit read, said with its verdict
 
     @property
     def ok(self) -> bool:
@@ -91,7 +92,11 @@ def audit_project(root: Path, runs: list[TestAccessRun]) -> AuditResult:
         ring, key_error = load_keys(), ""
     except TestKeyError as error:
         ring, key_error = None, str(error)
-    return audit(text, runs, ring=ring, key_error=key_error, anchor=anchor_ledger(root))
+    result = audit(text, runs, ring=ring, key_error=key_error, anchor=anchor_ledger(root))
+    result.scope = (f"read: {len(runs)} MLflow run(s) that touched the test split, from every "
+                    "experiment of the store (deleted ones included); git history with replace "
+                    "objects ignored")
+    return result
 
 
 def audit(text: str | None, runs: list[TestAccessRun], *, ring: KeyRing | None,

@@ -1,10 +1,15 @@
 """The test lock: the only way to open the test split, and the record of every attempt.
 
-An access is one (test_version, candidate, base, harness) key. The first access opens; the
-same key again resumes it (a crash, `dvc repro --force`) without counting another access; a
-different key is refused unless a reason names it, and the reason is recorded and spent: the
-next new key needs a new reason, so one justified look cannot become a habit. Every attempt,
-refused ones included, is a line in the ledger (heldout.custody.ledger).
+An access is one key: the test set (its file's version and its evaluated content's), the
+candidate and the base by name *and by the digest of their settings* (the model behind a name,
+as the episode cache knows it), and the harness. The first access opens; the same key again
+resumes it (a crash, `dvc repro --force`) without counting another access; a different key (a
+new model behind an old name included) is refused unless a reason names it, and the reason is
+recorded and spent: the next new key needs a new reason, so one justified look cannot become a
+habit. Accesses are counted per evaluated content (heldout.tasks.split.evaluated_version), so
+an edit to a test task's metadata does not reset the count; a set whose content changed is a
+new version, whose first access records its predecessor's count. Every attempt, refused ones
+included, is a line in the ledger (heldout.custody.ledger).
 
 Outside a TestLock, the guard (heldout.custody.guard) refuses any open of the test split's files
 and records the attempt.
@@ -39,22 +44,51 @@ class AccessKey:
     candidate: str
     base: str
     harness: str
+    candidate_settings: str
+    base_settings: str
+    content_version: str
 
     @property
     def access_id(self) -> str:
         return content_digest(asdict(self))[:16]
 
 
-def accesses(ledger_entries: list[dict[str, Any]], test_version: str) -> list[dict[str, Any]]:
-    """The opened accesses of one test_version, in order (resumes and refusals not counted)."""
-    return [e for e in ledger_entries
-            if e["outcome"] == "opened" and e["test_version"] == test_version]
+def same_test_set(entry: dict[str, Any], test_version: str, content_version: str | None) -> bool:
+    """Whether a ledger line is about this test set: the same evaluated content, or, for a line
+    from before contents were recorded, the very same file (which has the same content)."""
+    if entry.get("content_version") and content_version:
+        return entry["content_version"] == content_version
+    return entry["test_version"] == test_version
 
 
-def models_evaluated(ledger_entries: list[dict[str, Any]], test_version: str) -> int:
-    """How many checkpoints, candidates and bases alike, have test numbers on this version."""
-    opened = accesses(ledger_entries, test_version)
-    return len({e["candidate"] for e in opened} | {e["base"] for e in opened})
+def accesses(ledger_entries: list[dict[str, Any]], test_version: str,
+             content_version: str | None = None) -> list[dict[str, Any]]:
+    """The opened accesses of a test set, in order (resumes and refusals not counted)."""
+    return [e for e in ledger_entries if e["outcome"] == "opened"
+            and same_test_set(e, test_version, content_version)]
+
+
+def models_evaluated(ledger_entries: list[dict[str, Any]], test_version: str,
+                     content_version: str | None = None) -> int:
+    """How many models, candidates and bases alike, have test numbers on a test set: a name
+    with two settings digests is two models."""
+    opened = accesses(ledger_entries, test_version, content_version)
+    return len({(e["candidate"], e.get("candidate_settings")) for e in opened}
+               | {(e["base"], e.get("base_settings")) for e in opened})
+
+
+def predecessor(ledger_entries: list[dict[str, Any]], key: AccessKey) -> dict[str, Any] | None:
+    """The test set opened last before this one, and how often it was: what the first access
+    of a changed set records, so a new version never hides the count of the old."""
+    others = [e for e in ledger_entries if e["outcome"] == "opened"
+              and not same_test_set(e, key.test_version, key.content_version)]
+    if not others:
+        return None
+    last = others[-1]
+    version = last.get("content_version") or last["test_version"]
+    count = sum((e.get("content_version") or e["test_version"]) == version for e in others)
+    return {"content_version": version, "test_version": last["test_version"],
+            "accesses": count}
 
 
 class TestLock:
@@ -64,12 +98,14 @@ class TestLock:
 
     def __init__(self, root: Path, key: AccessKey, manifest: dict[str, Any], *,
                  test_key: TestKey, selection_digest: str, git_commit: str, reason: str = "",
-                 reason_for: str = "", mlflow_run_id: str | None = None):
+                 reason_for: str = "", mlflow_run_id: str | None = None,
+                 mlflow_experiment_id: str | None = None):
         self.root, self.key, self.manifest, self.test_key = root, key, manifest, test_key
         self.ledger = root / LEDGER
         self.reason, self.reason_for = reason.strip(), reason_for.strip()
         self.context = {"selection_digest": selection_digest, "git_commit": git_commit,
-                        "mlflow_run_id": mlflow_run_id}
+                        "mlflow_run_id": mlflow_run_id,
+                        "mlflow_experiment_id": mlflow_experiment_id}
         self.outcome = ""
         self._tasks: list[Task] = []
         self._open = ExitStack()  # holds the permission to open while the lock is open
@@ -85,7 +121,7 @@ class TestLock:
 
     def __enter__(self) -> TestLock:
         entries = read_ledger(self.ledger)
-        earlier = accesses(entries, self.key.test_version)
+        earlier = accesses(entries, self.key.test_version, self.key.content_version)
         if any(e["access_id"] == self.key.access_id for e in earlier):
             outcome = "resumed"
             self.reason = ""  # a resume needs no reason and spends none
@@ -97,6 +133,7 @@ class TestLock:
             outcome = "opened"
             if not earlier:
                 self.reason = ""  # the first look needs no reason and spends none
+                self.context["predecessor"] = predecessor(entries, self.key)
         # Unsealed before the line is written: a missing, damaged or foreign file is a clean
         # error that leaves the ledger as it was, with no access to close.
         with opening(self.key.access_id):
@@ -113,12 +150,15 @@ class TestLock:
         if not earlier:
             return None
         last = earlier[-1]
-        this = (f"candidate {self.key.candidate} vs {self.key.base}, harness "
+        this = (f"candidate {self.key.candidate} (settings {self.key.candidate_settings[:12]}) "
+                f"vs {self.key.base} (settings {self.key.base_settings[:12]}), harness "
                 f"{self.key.harness[:12]}, access id {self.key.access_id}")
         if not self.reason:
-            return (f"{self.key.test_version} was already opened (ledger line {last['seq']}, "
-                    f"{last['time']}, by {last['user']}) for candidate {last['candidate']} vs "
-                    f"{last['base']} under harness {last['harness'][:12]}; this access ({this}) "
+            return (f"{self.key.content_version} was already opened (ledger line {last['seq']}, "
+                    f"{last['time']}, by {last['user']}) for candidate {last['candidate']} "
+                    f"(settings {(last.get('candidate_settings') or '?')[:12]}) vs "
+                    f"{last['base']} (settings {(last.get('base_settings') or '?')[:12]}) under "
+                    f"harness {last['harness'][:12]}; this access ({this}) "
                     f"would be access number {len(earlier) + 1}. If you must, set "
                     f"params.test.reaccess.reason to why and params.test.reaccess.access to "
                     f"{self.key.candidate}: it will be recorded, counted and spent")

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from heldout.canonical import jsonl_bytes, sha256_hex
+from heldout.canonical import content_digest, jsonl_bytes, sha256_hex
 from heldout.errors import SplitError
 from heldout.tasks.record import Task
 
@@ -96,6 +96,19 @@ def to_test_version(test_digest: str) -> str:
     return f"t-{test_digest[:12]}"
 
 
+_NOT_EVALUATED = {"id", "group", "metadata", "reference"}
+
+
+def evaluated_version(tasks: list[Task]) -> str:
+    """The name of a task set by what is evaluated of it (kind, prompt, tests, public tests,
+    entry point, runtime, a kind's own judging fields), not by its file: editing a task's
+    metadata, id, group or reference solution leaves it, so the one-access rule cannot be reset
+    by a cosmetic edit."""
+    evaluated = sorted(content_digest(t.model_dump(mode="json", exclude=_NOT_EVALUATED))
+                       for t in tasks)
+    return f"c-{content_digest(evaluated)[:12]}"
+
+
 def build_manifest(
     source: str, source_digest: str, config: SplitConfig, splits: dict[str, list[Task]]
 ) -> dict[str, Any]:
@@ -109,5 +122,6 @@ def build_manifest(
         "groups": {name: len({t.group for t in splits[name]}) for name in SPLITS},
         "digests": digests,
         "test_version": to_test_version(digests["test"]),
+        "test_content_version": evaluated_version(splits["test"]),
         "fingerprints": {"ngram": config.ngram},
     }
