@@ -7,6 +7,7 @@ user remembered to export something. Values already set by the user win.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from heldout.errors import StageError
@@ -35,6 +36,18 @@ def store_root(project_root: Path) -> Path:
         if parts[i : i + len(_DVC_TEMP_WORKSPACES)] == _DVC_TEMP_WORKSPACES:
             return Path(*parts[:i])
     return project_root
+
+
+# The variable that may hold the test key: heldout reads it, nothing heldout starts ever
+# inherits it, and no agent may name it as its API key.
+TEST_KEY_ENV = "HELDOUT_TEST_KEY"
+
+
+def untrusted_environment(environment: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for a process heldout starts but does not trust (an agent's): this
+    process's (or `environment`), less the test key."""
+    source = os.environ if environment is None else environment
+    return {name: value for name, value in source.items() if name != TEST_KEY_ENV}
 
 
 def user_config_dir() -> Path:

@@ -19,6 +19,7 @@ flows') come from the caller: flows/params.py `params_sections` holds the whole 
 from __future__ import annotations
 
 import difflib
+import os
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -159,6 +160,36 @@ def agent_problems(path: str, settings: Any) -> list[str]:
         AGENT_KINDS[kind].validate({k: v for k, v in settings.items() if k != "agent"})
     except InvalidSettings as error:
         return error.render(f"{PARAMS_FILE}: {path}.").splitlines()
+    return key_leak_problems(path, settings)
+
+
+def key_leak_problems(path: str, settings: Mapping[str, Any]) -> list[str]:
+    """An agent's settings that would hand it the test key under another name: a value that is
+    the key (pasted, or the content of the variable api_key_env names). The secret is never
+    repeated in the message."""
+    from heldout.custody.keys import TestKeyError, load_keys
+
+    try:
+        secrets = {key.secret.hex() for key in load_keys().keys}
+    except TestKeyError:
+        return []  # no key here: none can leak
+    named = settings.get("api_key_env")
+    values = [("api_key_env", os.environ.get(named, ""))] if isinstance(named, str) else []
+    values += [(field, value) for field, value in _strings(settings)]
+    return [f"{PARAMS_FILE}: {path}.{field}: holds the test key, which never leaves heldout; "
+            "give this agent a key of its own" for field, value in values
+            if value.strip().lower() in secrets]
+
+
+def _strings(value: Any, where: str = "") -> list[tuple[str, str]]:
+    if isinstance(value, str):
+        return [(where, value)]
+    if isinstance(value, Mapping):
+        return [found for key, item in value.items()
+                for found in _strings(item, f"{where}.{key}" if where else str(key))]
+    if isinstance(value, list | tuple):
+        return [found for number, item in enumerate(value)
+                for found in _strings(item, f"{where}[{number}]")]
     return []
 
 

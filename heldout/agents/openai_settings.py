@@ -16,6 +16,7 @@ from pydantic import (
 )
 
 from heldout.agents.protocol import AgentSettings
+from heldout.environment import TEST_KEY_ENV
 from heldout.tasks.record import NonBlank
 
 _ENVIRONMENT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -63,6 +64,10 @@ class OpenAISettings(AgentSettings):
                 "must be the name of an environment variable (letters, digits, _) that holds "
                 "the API key, never the key itself"
             )
+        if value == TEST_KEY_ENV:
+            # A test key sent as a bearer token leaves for whatever base_url names.
+            raise ValueError(f"{value} holds the test key, which never leaves heldout: name "
+                             "the variable that holds this endpoint's own API key")
         if not os.environ.get(value):
             raise ValueError(
                 f"the environment variable {value} is not set or empty; export the API key "

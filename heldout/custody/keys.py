@@ -23,11 +23,11 @@ from pathlib import Path
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from heldout.environment import user_config_dir
+from heldout.environment import TEST_KEY_ENV, user_config_dir
 from heldout.errors import HeldoutError
 from heldout.files import create_secret_file
 
-KEY_ENV = "HELDOUT_TEST_KEY"
+KEY_ENV = TEST_KEY_ENV
 _SECRET_BYTES = 32
 
 
