@@ -142,21 +142,13 @@ def output_lines(text):
     return (text[:-1] if text.endswith("\n") else text).split("\n")
 
 
-def output_tokens(text):
-    """The tokens of an output for `tokens` and `float:TOL`: split on ASCII whitespace (space,
-    tab, LF, CR, VT, FF) only, so `1\u20032` (an em space) or `1\xa02` is one token, not two."""
-    import re
-
-    return [token for token in re.split("[ \t\n\r\x0b\x0c]+", text) if token]
-
-
 def numbers_close(got, expected, tolerance):
     """Both tokens decimal numbers (digits, a point, an exponent; no nan, inf or underscores)
     within `tolerance`, absolutely or relatively to the expected one."""
     import math
     import re
 
-    number = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+    number = re.compile(rb"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
     if not (number.fullmatch(got) and number.fullmatch(expected)):
         return False
     got_value, expected_value = float(got), float(expected)
@@ -177,7 +169,8 @@ def outputs_differ(got, expected, compare):
         first = next(i for i, pair in enumerate(zip(got_lines, expected_lines, strict=True), 1)
                      if pair[0] != pair[1])
         return f"line {first} differs"
-    got_tokens, expected_tokens = output_tokens(got), output_tokens(expected)
+    # Split as bytes, on ASCII whitespace alone: "1\u20032" (an em space) is one token.
+    got_tokens, expected_tokens = got.encode().split(), expected.encode().split()
     if len(got_tokens) != len(expected_tokens):
         return f"{len(got_tokens)} tokens, expected {len(expected_tokens)}"
     tolerance = compare.get("tolerance")
@@ -256,7 +249,7 @@ def judge_cases(run_case, spec_json):
 
 JUDGE_HELPERS = "from __future__ import annotations\n\n" + "\n\n".join(
     inspect.getsource(helper) for helper in
-    (output_lines, output_tokens, numbers_close, outputs_differ, case_outcome, judge_cases))
+    (output_lines, numbers_close, outputs_differ, case_outcome, judge_cases))
 
 
 # --- the candidate's side: runs the program once per case, in a fork -------------------------
