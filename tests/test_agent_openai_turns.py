@@ -311,6 +311,25 @@ def test_a_server_that_trickles_or_stalls_cannot_hold_an_episode_past_its_wall_t
     assert len(server.bodies) == 1  # no retry past the episode's deadline
 
 
+
+@pytest.mark.parametrize("protocol", ["completion", "tools", "text"])
+def test_every_episode_ends_by_its_wall_time_whatever_its_request_timeout_and_retries(
+    server: Server, protocol: str
+):
+    # 10 s a request and 3 retries would hold a stalled request 40 s; the episode has 2.
+    server.script = script("stall")
+    plan = harness(agent_timeout_s=2.0)
+    agent = make_agent("candidate", {"agent": "openai", "base_url": server.url, "model": "m",
+                                     "protocol": protocol, "request_timeout_s": 10.0,
+                                     "max_retries": 3}, context_of(plan))
+    started = time.monotonic()
+    outcome, _ = episode(agent, plan)
+    elapsed = time.monotonic() - started
+    agent.close()
+    assert outcome.end_reason == "timeout", outcome.error
+    assert 1.9 < elapsed < 5, elapsed
+    assert len(server.bodies) == 1  # no retry past the episode's deadline
+
 def test_a_session_act_raises_by_its_deadline_on_a_trickling_server(server: Server, agents):
     server.script = script("trickle-headers")
     plan = harness()

@@ -326,6 +326,19 @@ def test_an_agent_that_never_answers_ends_at_its_deadline_with_its_children(tmp_
     assert_nothing_left(agent)
 
 
+
+def test_a_command_completion_agent_ends_by_the_episodes_wall_time(tmp_path, sandbox):
+    slow = tmp_path / "slow.py"
+    slow.write_text("import time\ntime.sleep(30)\n")
+    # Its own timeout_s is 30 s; the episode has 1.
+    agent = make_agent("c", {"agent": "command", "command": [sys.executable, str(slow)],
+                             "timeout_s": 30}, CONTEXT)
+    harness = HARNESS.model_copy(update={"agent_timeout_s": 1.0})
+    started = time.monotonic()
+    outcome = loop(agent, sandbox, ADD, harness)
+    assert outcome.end_reason == "timeout", outcome.error
+    assert time.monotonic() - started < 3
+
 def test_an_agent_that_prints_a_huge_line_is_an_error(tmp_path, sandbox):
     agent = command_agent(script(tmp_path, """
         read(); read()

@@ -8,6 +8,7 @@ JSON Lines both ways (heldout.agents.steps; examples/README.md has the messages)
 from __future__ import annotations
 
 import json
+import math
 import shlex
 import subprocess
 from typing import Literal
@@ -50,18 +51,21 @@ class _Command:
 class CommandAgent(_Command):
     """`protocol: completion`: a single-shot agent (it has `complete`, no `begin`)."""
 
-    def complete(self, task: Task, sample: int, seed: int) -> Completion:
+    def complete(self, task: Task, sample: int, seed: int,
+                 deadline_s: float = math.inf) -> Completion:
+        """The completion, within `timeout_s` and the episode's wall time left (`deadline_s`)."""
+        limit = min(self.timeout_s, max(deadline_s, 0.0))
         try:
             done = subprocess.run(
                 self.argv,
                 input=json.dumps(task_view(task, sample, seed)),
                 capture_output=True,
                 text=True,
-                timeout=self.timeout_s,
+                timeout=limit,
                 cwd=self.cwd,
             )
         except subprocess.TimeoutExpired:
-            raise AgentError(f"{self.argv[0]}: no completion within {self.timeout_s} s") from None
+            raise AgentError(f"{self.argv[0]}: no completion within {limit:.3g} s") from None
         except OSError as error:
             raise AgentError(f"{self.argv[0]}: cannot run: {error}") from None
         if done.returncode != 0:

@@ -10,16 +10,26 @@ The rollout stage calls the agent from a thread pool, so one agent holds one sha
 a semaphore that caps the requests in flight (heldout.agents.openai_http). What a busy server
 does (429, 5xx, dropped connections, timeouts) is retried with backoff; anything else it answers
 is an AgentError that quotes the answer, because the rollout records that message as the
-episode's error. Each request must be done, whole, within `request_timeout_s`.
+episode's error. Each request must be done, whole, within `request_timeout_s`, and every
+episode within its wall time (`agent_timeout_s`): the loop gives the single-shot agent what is
+left of it, as it gives each turn of a multi-turn one, and no request, retry or backoff goes
+past it.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from typing import Any
 
-from heldout.agents.openai_http import Transport, excerpt, finish_reason_of, read_usage
+from heldout.agents.openai_http import (
+    Transport,
+    deadline_after,
+    excerpt,
+    finish_reason_of,
+    read_usage,
+)
 from heldout.agents.openai_settings import OpenAISettings
 from heldout.agents.openai_text import extract_code, leaves_fence_open, until_closing_fence
 from heldout.agents.openai_turns import OpenAITurnsAgent
@@ -44,9 +54,13 @@ class OpenAIAgent:
         self._context = context
         self._transport = Transport(settings, sleep)
 
-    def complete(self, task: Task, sample: int, seed: int) -> Completion:
+    def complete(self, task: Task, sample: int, seed: int,
+                 deadline_s: float = math.inf) -> Completion:
+        """The completion, within `deadline_s` (the episode's wall time left, from the loop):
+        the request, its retries and their backoff all end by then, whatever
+        `request_timeout_s` and `max_retries` say."""
         prompt = self._context.template.format(prompt=task.prompt)
-        reply = self._transport.post(self._request_body(prompt, seed))
+        reply = self._transport.post(self._request_body(prompt, seed), deadline_after(deadline_s))
         text, finish_reason = self._read(reply)
         if self._settings.endpoint == "completions" and leaves_fence_open(prompt):
             code = until_closing_fence(text)

@@ -185,6 +185,12 @@ def _read_by(chunks: Iterable[bytes], bound: float) -> bytes:
     return bytes(data)
 
 
+def deadline_after(seconds: float) -> float | None:
+    """The monotonic time `seconds` from now (a caller's deadline for `Transport.post`), or None
+    for no bound (an infinite number of seconds)."""
+    return time.monotonic() + max(seconds, 0.0) if math.isfinite(seconds) else None
+
+
 def _left(deadline: float | None) -> float | None:
     return None if deadline is None else max(deadline - time.monotonic(), 0.0)
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import copy
 import json
-import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -34,6 +33,7 @@ from typing import Any
 from heldout.agents.openai_http import (
     Transport,
     Usage,
+    deadline_after,
     excerpt,
     finish_reason_of,
     read_usage,
@@ -80,7 +80,7 @@ class _Session:
         self._pending: list[str] = []  # the ids of the tool calls the next observation answers
 
     def act(self, observation: Observation | None, deadline_s: float) -> Action:
-        deadline = (time.monotonic() + max(deadline_s, 0.0)) if math.isfinite(deadline_s) else None
+        deadline = deadline_after(deadline_s)
         self._turn += 1
         if self._turn == 1:
             text = observation.text if observation is not None else self._opening

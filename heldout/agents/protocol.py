@@ -109,7 +109,10 @@ class MultiTurnAgent(Protocol):
 class Agent(Protocol):
     def complete(self, task: Task, sample: int, seed: int) -> Completion:
         """One episode. `seed` depends on (harness seed, task, sample), never on the checkpoint,
-        so two checkpoints draw the same random numbers for the same episode."""
+        so two checkpoints draw the same random numbers for the same episode. An agent whose
+        call can be cut short (a request, a process) also takes `deadline_s`, a keyword: the
+        seconds left of the episode's wall time (`agent_timeout_s`), which the episode loop
+        passes and the whole call, retries included, must keep to."""
         ...
 
 

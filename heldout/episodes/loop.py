@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import inspect
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -105,13 +106,19 @@ class Outcome:
 
 
 class SingleShot:
-    """A single-shot agent as a session: its one turn submits its completion."""
+    """A single-shot agent as a session: its one turn submits its completion. An agent whose
+    `complete` takes `deadline_s` is given what is left of the episode's wall time."""
 
     def __init__(self, agent: Agent, task: Task, sample: int, seed: int):
         self.agent, self.task, self.sample, self.seed = agent, task, sample, seed
+        try:
+            self.bounded = "deadline_s" in inspect.signature(agent.complete).parameters
+        except (TypeError, ValueError):  # a callable without a signature: called as before
+            self.bounded = False
 
     def act(self, observation: Observation, deadline_s: float) -> Action:
-        completion = self.agent.complete(self.task, self.sample, self.seed)
+        bound = {"deadline_s": deadline_s} if self.bounded else {}
+        completion = self.agent.complete(self.task, self.sample, self.seed, **bound)
         return Action("submit", {"code": completion.text}, finish_reason=completion.finish_reason,
                       tokens_in=completion.tokens_in, tokens_out=completion.tokens_out,
                       cost_usd=completion.cost_usd)
