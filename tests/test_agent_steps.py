@@ -339,6 +339,103 @@ def test_a_command_completion_agent_ends_by_the_episodes_wall_time(tmp_path, san
     assert outcome.end_reason == "timeout", outcome.error
     assert time.monotonic() - started < 3
 
+
+@pytest.fixture(params=["cgroup", "proc"])
+def tree_way(request, monkeypatch):
+    """Each way heldout.agents.process_tree holds an agent's processes: a cgroup of its own
+    where this machine offers one (else skipped), and the /proc scan everywhere."""
+    from heldout.agents import process_tree
+
+    if request.param == "proc":
+        monkeypatch.setattr(process_tree, "_cgroup_parent", [None])
+    elif process_tree._cgroup_base() is None:
+        pytest.skip("no writable cgroup v2 here: the /proc way holds the tree")
+    return request.param
+
+
+def test_an_agent_that_closes_its_stdout_and_stays_ends_its_turn_and_is_killed(
+    tmp_path, sandbox, tree_way
+):
+    agent = command_agent(script(tmp_path, """
+        read(); read()
+        os.close(1)
+        time.sleep(30)
+    """))
+    harness = HARNESS.model_copy(update={"agent_timeout_s": 2.0})
+    started = time.monotonic()
+    outcome = loop(agent, sandbox, ADD, harness)
+    elapsed = time.monotonic() - started
+    assert outcome.end_reason in ("error", "timeout") and outcome.turns == 0
+    assert elapsed < 2.0 + 2.0, elapsed
+    assert "closed its stdout during turn 1 without an action" in outcome.error
+    assert_nothing_left(agent)
+
+
+SETSID_CHILD = """
+    import os, sys, time
+    if sys.argv[2] == "double":  # a daemon: fork, the child leaves, the grandchild stays
+        if os.fork():
+            os._exit(0)
+    os.setsid()
+    with open(sys.argv[1] + ".tmp", "w") as out:
+        out.write(str(os.getpid()))
+    os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+    time.sleep(600)
+"""
+
+
+def started_setsid_child(tmp_path: Path, how: str) -> str:
+    """An agent body that starts a child which leaves its session (setsid), waits until the
+    child is there (its pid in a file), then submits."""
+    (tmp_path / "child.py").write_text(textwrap.dedent(SETSID_CHILD))
+    return f"""
+        read(); read()
+        subprocess.Popen([sys.executable, {str(tmp_path / "child.py")!r},
+                          {str(tmp_path / "child.pid")!r}, {how!r}])
+        while not os.path.exists({str(tmp_path / "child.pid")!r}):
+            time.sleep(0.01)
+        submit("    return a + b\\n")
+        read()
+    """
+
+
+def child_pid(tmp_path: Path) -> int:
+    return int((tmp_path / "child.pid").read_text())
+
+
+@pytest.mark.parametrize("how", ["setsid", "double"])
+def test_a_child_that_left_the_agents_session_is_killed_at_the_episodes_end(
+    tmp_path, sandbox, tree_way, how
+):
+    if how == "double" and tree_way == "proc":
+        pytest.skip("a double fork faster than the /proc scan can escape it (documented)")
+    agent = command_agent(script(tmp_path, started_setsid_child(tmp_path, how)))
+    outcome = loop(agent, sandbox)
+    assert outcome.end_reason == "submitted", outcome.error
+    child = child_pid(tmp_path)
+    assert Path(f"/proc/{child}/stat").exists() or dead(child)  # it was there
+    assert dead(child, within_s=0.5)  # gone with the episode, not 600 s later
+    assert_nothing_left(agent)
+
+
+def test_a_completion_agents_child_that_left_its_session_is_killed_when_it_is_done(
+    tmp_path, tree_way
+):
+    (tmp_path / "child.py").write_text(textwrap.dedent(SETSID_CHILD))
+    agent_path = tmp_path / "agent.py"
+    agent_path.write_text(textwrap.dedent(f"""
+        import os, subprocess, sys, time
+        subprocess.Popen([sys.executable, {str(tmp_path / "child.py")!r},
+                          {str(tmp_path / "child.pid")!r}, "setsid"])
+        while not os.path.exists({str(tmp_path / "child.pid")!r}):
+            time.sleep(0.01)
+        print("    return a + b")
+    """))
+    agent = make_agent("c", {"agent": "command", "command": [sys.executable, str(agent_path)]},
+                       CONTEXT)
+    assert agent.complete(ADD, 0, 7).text == "    return a + b\n"
+    assert dead(child_pid(tmp_path), within_s=0.5)
+
 def test_an_agent_that_prints_a_huge_line_is_an_error(tmp_path, sandbox):
     agent = command_agent(script(tmp_path, """
         read(); read()

@@ -9,8 +9,10 @@ the episode ends on a submit or on a budget, and a command agent is then sent `{
 `ProcessSession` speaks it with an external process over JSON Lines (stdin: heldout's messages,
 stdout: the actions, stderr: the agent's own log). Every read and write waits on the pipes with
 a deadline, never blocking: an agent that hangs, floods or dies ends its episode as an error (or
-a timeout), and the process group it started in is killed when the episode ends, however it
-ended. `GeneratorSession` is the same conversation with a Python generator in this process.
+a timeout), an agent that closes its stdout ends its turn at once as an error, and every
+process it started, its process group and whatever left it (setsid: heldout.agents.process_tree),
+is killed when the episode ends, however it ended. `GeneratorSession` is the same conversation
+with a Python generator in this process.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import time
 from collections.abc import Generator
 from typing import Any
 
+from heldout.agents.process_tree import ProcessTree
 from heldout.agents.protocol import Action, Observation, action_from_message, observation_message
 from heldout.errors import AgentError
 
@@ -78,23 +81,28 @@ def action_from_value(value: Any) -> Action:
 
 class ProcessSession:
     """One episode of an external step agent: its process, started in a session (and process
-    group) of its own in `cwd`, and the pipes to it. Each `act` waits at most
-    min(deadline_s, `turn_timeout_s`) for one action line."""
+    group) of its own in `cwd`, with every process it starts held in its ProcessTree, and the
+    pipes to it. Each `act` waits at most min(deadline_s, `turn_timeout_s`) for one action
+    line."""
 
     def __init__(self, argv: list[str], cwd: str, first: dict[str, Any], turn_timeout_s: float):
         self.name = shlex.join(argv)[:120]
         self.turn_timeout_s = turn_timeout_s
+        self.tree = ProcessTree()
         try:
             self.process = subprocess.Popen(
                 argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                cwd=cwd, bufsize=0, start_new_session=True)
-        except OSError as error:
+                cwd=cwd, bufsize=0, start_new_session=True, preexec_fn=self.tree.preexec())
+        except (OSError, subprocess.SubprocessError) as error:
+            self.tree.kill()
             raise AgentError(f"{self.name}: cannot run: {error}") from None
         self.pid = self.process.pid
+        self.tree.adopt(self.pid)
         self._stdin, self._stdout, self._stderr = (
             stream.fileno() for stream in (self.process.stdin, self.process.stdout,
                                            self.process.stderr))
         os.set_blocking(self._stdin, False)
+        os.set_blocking(self._stderr, False)  # read when select says so, never waited on
         self._selector = selectors.DefaultSelector()
         self._selector.register(self._stdout, selectors.EVENT_READ)
         self._selector.register(self._stderr, selectors.EVENT_READ)
@@ -123,8 +131,8 @@ class ProcessSession:
 
     def close(self) -> None:
         """Send the end message, close stdin, give the agent END_GRACE_S to exit (none if it
-        failed), then kill its process group whatever it did, and reap it: no zombie, no
-        process of the group left."""
+        failed), then kill its process group and its whole tree whatever it did, and reap it:
+        no zombie, no process of it left, setsid() or not."""
         if self._closed:
             return
         self._closed = True
@@ -141,6 +149,7 @@ class ProcessSession:
             # group: killpg cannot reach a stranger's group that reused the number.
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.pid, signal.SIGKILL)
+            self.tree.kill()
             self.process.wait()
             self._selector.close()
             for stream in (self.process.stdout, self.process.stderr):
@@ -159,11 +168,14 @@ class ProcessSession:
                 raise AgentError(f"{self.name}: no action within {limit:.3g} s "
                                  f"(turn {self._turn}){self._stderr_note()}")
             self._want_writes(bool(self._outbox))
-            for key, _events in self._selector.select(remaining):
+            poll = self.tree.poll_s
+            for key, _events in self._selector.select(
+                    remaining if poll is None else min(remaining, poll)):
                 if key.fd == self._stdout:
                     self._read_stdout()
                 elif key.fd == self._stderr:
                     self._read_stderr()
+            self.tree.watch()
         return line
 
     def _take_line(self) -> bytes | None:
@@ -201,12 +213,15 @@ class ProcessSession:
 
     def _read_stdout(self) -> None:
         data = os.read(self._stdout, _READ)
-        if not data:
+        if not data:  # no action can come: the turn ends now, whatever the agent does next
             raise self._died("closed its stdout")
         self._inbox += data
 
     def _read_stderr(self) -> None:
-        data = os.read(self._stderr, _READ)
+        try:
+            data = os.read(self._stderr, _READ)
+        except BlockingIOError:
+            return
         if not data:
             self._selector.unregister(self._stderr)
             self._stderr_open = False
@@ -224,10 +239,15 @@ class ProcessSession:
     def _died(self, what: str) -> AgentError:
         """The agent's pipe closed: drain its stderr (briefly) and say how it ended."""
         end = time.monotonic() + 0.5
+        self._want_writes(False)  # only stderr is waited on now: stdin and stdout are done
+        with contextlib.suppress(KeyError):
+            self._selector.unregister(self._stdout)
         while self._stderr_open and (remaining := end - time.monotonic()) > 0:
-            if not self._selector.select(remaining):
+            ready = [key.fd for key, _events in self._selector.select(remaining)]
+            if not ready:
                 break
-            self._read_stderr()
+            if self._stderr in ready:
+                self._read_stderr()
         status = self._exit_status(0.5)
         how = what if status is None else status
         return AgentError(f"{self.name} {how} during turn {self._turn} without an action"
