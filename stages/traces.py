@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from heldout.environment import TELEMETRY_OFF
 from heldout.episodes.environments import make_environment
 from heldout.episodes.harness import Harness
+from heldout.episodes.rows import trajectory_steps
 from heldout.errors import StageError
 from heldout.tasks.record import Task
 from stages.tracking import StageRun, tracking_uri
@@ -136,7 +137,7 @@ def _nullable(value: Any) -> bool | None:
 def episode_trace(row: Mapping[str, Any], opening: str | None, start_ns: int,
                   rule: str = "") -> EpisodeTrace:
     """The trace of one rollout row: its spans from the trajectory, timed by step_timings."""
-    steps = json.loads(_text(row["trajectory"]) or "[]")
+    steps = trajectory_steps(row)  # each step's arguments whole, the submitted code included
     timings = json.loads(_text(row["step_timings"]) or "[]")
     ns = 1_000_000_000
     name = f"episode {row['task_id']}#{row['sample']}"

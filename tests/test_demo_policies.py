@@ -15,7 +15,7 @@ from heldout.agents.registry import make_agent
 from heldout.episodes.episode import plan_episodes, run_episode
 from heldout.episodes.harness import Harness
 from heldout.episodes.rollout import agent_context
-from heldout.episodes.rows import rollout_table
+from heldout.episodes.rows import rollout_table, trajectory_steps
 from heldout.statistics.intervals import task_bootstrap_ci
 from heldout.statistics.public_hidden import AlarmConfig, gap_alarm, gap_counts
 from heldout.tasks.sources import load_tasks
@@ -57,7 +57,10 @@ def test_a_tester_episode_reads_tests_revises_and_submits_in_its_trajectory(test
     table = tester_runs[5]
     revised = table[(table["end_reason"] == "submitted") & (table["turns"] >= 4)]
     assert len(revised) > 0
-    steps = json.loads(revised.iloc[0]["trajectory"])
+    steps = trajectory_steps(revised.iloc[0])
+    # Stored once: the submit step refers to the row's completion, which holds the code.
+    stored = json.loads(revised.iloc[0]["trajectory"])
+    assert stored[-1]["code_from"] == "completion" and "code" not in stored[-1]["arguments"]
     tools = [step["tool"] for step in steps]
     assert tools[0] is None and tools[-1] == "submit"
     assert tools[1:-1] == ["run_public_tests"] * (len(tools) - 2)

@@ -31,6 +31,7 @@ from heldout.episodes.rows import (
     invalid_row,
     rollout_table,
     row_problems,
+    trajectory_steps,
     validate_row,
 )
 from heldout.errors import InputFileError
@@ -222,7 +223,7 @@ def test_a_lone_surrogate_in_a_completion_is_replaced_hashed_judged_and_stored(
     assert row["status"] == "ok" and row["passed"], row["error"]
     assert row["completion"] == f"{reference}\n# \ufffd \ufffd\n"
     assert row["completion_sha"] == sha256_hex(row["completion"])
-    steps = json.loads(row["trajectory"])
+    steps = trajectory_steps(row)
     assert steps[0]["arguments"]["code"] == row["completion"]
 
     rows = roll(tmp_path, run_with(agent, sandbox))
@@ -230,8 +231,8 @@ def test_a_lone_surrogate_in_a_completion_is_replaced_hashed_judged_and_stored(
     table.to_parquet(tmp_path / "r.parquet", index=False)
     back = pd.read_parquet(tmp_path / "r.parquet")
     pd.testing.assert_frame_equal(back, table)
-    assert all(json.loads(text)[0]["arguments"]["code"].endswith("\ufffd \ufffd\n")
-               for text in back.trajectory)
+    assert all(trajectory_steps(stored)[0]["arguments"]["code"].endswith("\ufffd \ufffd\n")
+               for _, stored in back.iterrows())
     resumed = Observer()
     again = roll(tmp_path, refuse, resumed)
     assert all(resumed.seen) and sorted(map(str, again)) == sorted(map(str, rows))
@@ -242,7 +243,7 @@ def test_a_multi_turn_agents_surrogates_are_safe_in_the_trajectory(sandbox):
     row = run_episode(TalksInSurrogates(), sandbox, harness, plan_episodes(TASKS, harness)[0])
     assert (row["status"], row["passed"], row["turns"]) == ("ok", False, 2)
     assert row["completion"] == "    return \"\ufffd\"\n"
-    first, second = json.loads(row["trajectory"])
+    first, second = trajectory_steps(row)
     assert first["message"] == "thinking \ufffd"
     assert first["arguments"] == {"code": row["completion"], "note\ufffd": ["\ufffd"]}
     assert second["arguments"] == {"code": row["completion"]}
@@ -256,7 +257,8 @@ def test_a_public_run_that_quotes_a_lone_surrogate_the_program_returned_is_safe_
     from heldout.episodes.environments import make_environment
 
     task = Task(id="toy/quote", prompt="def f():\n    pass\n", entry_point="f",
-                tests="assert f() == 1\n", public_tests="def check():\n    assert f() == 1, 'got ' + f()\n\n\ncheck()\n")
+                tests="assert f() == 1\n",
+                public_tests="def check():\n    assert f() == 1, 'got ' + f()\n\n\ncheck()\n")
     environment = make_environment(task, sandbox, ExecLimits(5, 256), "{prompt}",
                                    ("run_public_tests", "submit"))
     # The code is valid text; what it returns, quoted by the judge's reason, is not.
@@ -265,6 +267,58 @@ def test_a_public_run_that_quotes_a_lone_surrogate_the_program_returned_is_safe_
     assert "got \ufffd" in result.text and "got \ufffd" in result.data["reason"]
     result.text.encode("utf-8")
     json.dumps(result.data, ensure_ascii=False).encode("utf-8")
+
+
+class SendsHuge:
+    """A multi-turn agent whose first call is `submit` with 40 MiB of code (a 1 MiB cap
+    refuses it), then the right answer."""
+
+    code = TASKS[0].reference + "# " + "x" * (40 * 2**20) + "\n"
+
+    def begin(self, task, sample, seed, brief):
+        return self
+
+    def act(self, observation, deadline_s):
+        if observation.turn == 1:
+            return Action("submit", {"code": self.code})
+        return Action("submit", {"code": TASKS[0].reference})
+
+    def close(self):
+        pass
+
+
+def test_a_40_mib_tool_argument_is_refused_and_stored_cut_and_a_program_is_stored_once(sandbox):
+    harness = HARNESS.model_copy(update={"max_turns": 3})
+    row = run_episode(SendsHuge(), sandbox, harness, plan_episodes(TASKS, harness)[0])
+    assert (row["status"], row["end_reason"], row["passed"]) == ("ok", "submitted", True)
+    assert (row["turns"], row["tool_calls"]) == (2, 2)
+    assert row["completion"] == TASKS[0].reference
+    refused, submitted = trajectory_steps(row)
+    size = len(json.dumps({"code": SendsHuge.code}, separators=(",", ":")).encode())
+    assert refused["data"] == {"error": "arguments too large", "bytes": size, "limit": 2**20}
+    assert "at most 1,048,576 (1 MiB). It was not run" in refused["observation"]
+    code = refused["arguments"]["code"]
+    assert code.startswith(TASKS[0].reference) and len(code) < 2100
+    assert code.endswith(f"[... cut: {len(SendsHuge.code):,} characters in all]")
+    assert submitted["arguments"] == {"code": row["completion"]}
+    # The row: kilobytes, not the 2 x 40 MiB it was; the submitted code once, in `completion`.
+    stored = len(json.dumps(row))
+    assert stored < 2**20, stored
+    assert json.loads(row["trajectory"])[1] == {
+        **{k: v for k, v in submitted.items() if k != "arguments"}, "arguments": {},
+        "code_from": "completion"}
+    buffer = io.BytesIO()
+    rollout_table("ck", [row]).to_parquet(buffer, index=False)
+    assert len(buffer.getvalue()) < 2**20
+
+
+def test_a_program_under_the_cap_is_run_and_stored_once_in_its_row(sandbox):
+    program = TASKS[0].reference + "# " + "y" * (900 * 2**10) + "\n"
+    agent = SaysAnything(Completion(program))
+    row = run_episode(agent, sandbox, HARNESS, plan_episodes(TASKS, HARNESS)[0])
+    assert row["end_reason"] == "submitted" and row["completion"] == program
+    assert trajectory_steps(row)[0]["arguments"] == {"code": program}
+    assert len(json.dumps(row)) < len(program) + 2**14  # once, not twice
 
 IMPOSSIBLE = {
     "huge prompt tokens": (Completion("\ud800", tokens_in=10**30),

@@ -14,6 +14,7 @@ import mlflow
 import pandas as pd
 import pytest
 
+from heldout.episodes.rows import trajectory_steps
 from heldout.errors import StageError
 from stages import catalog, rollouts, split, traces
 from tests.browser import find_chromium, render, serve_mlflow
@@ -135,7 +136,7 @@ def test_the_span_tree_of_a_tester_episode_is_its_trajectory_timed(store):
                 & (table.tool_calls >= 2)].sort_values("turns").iloc[-1]
     [trace] = [t for t in run_traces(store["experiment"], store["runs"]["tester"])
                if episode_key(t) == (row.task_id, 0)]
-    steps, timings = json.loads(row.trajectory), json.loads(row.step_timings)
+    steps, timings = trajectory_steps(row), json.loads(row.step_timings)
     spans = trace.data.spans
     root = next(s for s in spans if s.parent_id is None)
     assert all(s.parent_id == root.span_id for s in spans if s is not root)

@@ -24,7 +24,7 @@ from heldout.episodes.environments import make_environment
 from heldout.episodes.harness import Harness
 from heldout.episodes.judge import score_many
 from heldout.episodes.loop import Outcome, run_loop
-from heldout.episodes.rows import invalid_row, row_problems, validate_row
+from heldout.episodes.rows import invalid_row, row_problems, stored_steps, validate_row
 from heldout.episodes.seeds import episode_seed
 from heldout.sandbox.protocol import ExecResult, Sandbox
 from heldout.tasks.record import Task
@@ -87,7 +87,8 @@ def _attempt_episode(agent: Agent, sandbox: Sandbox, harness: Harness, episode: 
         "tool_calls": outcome.tool_calls, "end_reason": outcome.end_reason,
         "agent_s": time.perf_counter() - started, "exec_s": 0.0,
         "cost_usd": _total(outcome, "cost_usd"),
-        "trajectory": _json_column("trajectory", outcome.trajectory, built),
+        "trajectory": _json_column(
+            "trajectory", lambda: stored_steps(outcome.trajectory(), program), built),
         "step_timings": _json_column("step_timings", outcome.timings, built),
     }
     row = safe_strings(row)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import inspect
+import json
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -32,6 +33,10 @@ from heldout.tasks.record import Task
 
 # What a trajectory keeps of each text (messages, observations); the program itself is kept whole.
 TEXT_LIMIT = 2000
+# The most a tool call's arguments may be, as compact UTF-8 JSON: 1 MiB of code, about. A larger
+# call is not run (the agent is told), and its trajectory step keeps TEXT_LIMIT characters of
+# each argument with a marker.
+MAX_ARGUMENT_BYTES = 2**20
 TIMINGS = ("started_s", "agent_s", "tool_s")
 END_REASONS = ("submitted", "max_turns", "max_tool_calls", "max_tokens", "max_cost", "timeout",
                "refused", "error")
@@ -211,6 +216,14 @@ def _answer(action: Action, environment: Environment, budgets: EpisodeBudgets,
         step.data = {"error": "no tool call"}
         return None
     budgets.tool_calls.spend()
+    size = argument_bytes(action.arguments)
+    if size > MAX_ARGUMENT_BYTES:
+        step.arguments = cut_arguments(action.arguments)
+        step.observation = (f"The arguments of this call are {size:,} bytes as JSON; a tool "
+                            f"call takes at most {MAX_ARGUMENT_BYTES:,} (1 MiB). It was not "
+                            "run: send less code.")
+        step.data = {"error": "arguments too large", "bytes": size, "limit": MAX_ARGUMENT_BYTES}
+        return None
     if action.tool not in tools:
         step.observation = (f"There is no tool {action.tool[:100]!r}; the tools are "
                             f"{', '.join(sorted(tools))}.")
@@ -221,6 +234,30 @@ def _answer(action: Action, environment: Environment, budgets: EpisodeBudgets,
     step.tool_s = clock() - began
     step.observation, step.data = result.text[:TEXT_LIMIT], result.data
     return result.submitted
+
+
+def argument_bytes(arguments: dict[str, Any]) -> int:
+    """The size of a call's arguments as compact UTF-8 JSON (lone surrogates counted as UTF-8
+    would write them); what cannot be written as JSON at all counts as too large."""
+    try:
+        text = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"), default=repr)
+    except (TypeError, ValueError, RecursionError):
+        return MAX_ARGUMENT_BYTES + 1
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def cut_arguments(arguments: dict[str, Any]) -> dict[str, str]:
+    """What a trajectory keeps of arguments too large to run: the first TEXT_LIMIT characters
+    of each (a value that is not a string, as JSON), and how long it was."""
+    kept = {}
+    for key, value in list(arguments.items())[:20]:
+        try:
+            text = value if isinstance(value, str) else json.dumps(value, default=repr)
+        except (TypeError, ValueError, RecursionError):
+            text = f"({type(value).__name__})"
+        cut = f" [... cut: {len(text):,} characters in all]" if len(text) > TEXT_LIMIT else ""
+        kept[str(key)[:100]] = text[:TEXT_LIMIT] + cut
+    return kept
 
 
 def _finite(remaining: dict[str, float]) -> dict[str, float]:

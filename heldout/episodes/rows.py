@@ -13,6 +13,7 @@ when it is read back; a row that fails becomes an `error` row that says which fi
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from typing import Any
 
 import pandas as pd
 
-from heldout.canonical import is_safe_text, sha256_hex
+from heldout.canonical import is_safe_text, safe_text, sha256_hex
 
 ROW_COLUMNS = {
     "checkpoint": "string",
@@ -64,6 +65,37 @@ def outcome_table(table: pd.DataFrame) -> pd.DataFrame:
     return table.drop(columns=list(TEST_CONTENT_COLUMNS)).assign(**{
         column: pd.Series("", index=table.index, dtype=ROW_COLUMNS[column])
         for column in TEST_TEXT_COLUMNS})
+
+
+# A trajectory step whose program is the row's completion does not hold it again: its arguments
+# lose "code" and it says where the code is (`stored_steps`); `trajectory_steps` puts it back.
+CODE_FROM = "code_from"
+
+
+def stored_steps(steps: list[dict[str, Any]], completion: str | None) -> list[dict[str, Any]]:
+    """A trajectory as a row stores it: each step whose `code` argument is `completion` (the
+    submitted program, safe text) refers to the completion instead of holding a second copy."""
+    if not completion:
+        return steps
+    return [
+        {**step, "arguments": {k: v for k, v in step["arguments"].items() if k != "code"},
+         CODE_FROM: "completion"}
+        if isinstance(step.get("arguments"), dict)
+        and isinstance(step["arguments"].get("code"), str)
+        and safe_text(step["arguments"]["code"]) == completion else step
+        for step in steps]
+
+
+def trajectory_steps(row: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A row's trajectory, turn by turn, each step's arguments whole (`code` put back from the
+    completion where the row stored it once)."""
+    text = row.get("trajectory")
+    steps = json.loads(text) if isinstance(text, str) and text else []
+    return [
+        {**{k: v for k, v in step.items() if k != CODE_FROM},
+         "arguments": {**step.get("arguments", {}), "code": row["completion"]}}
+        if isinstance(step, dict) and step.get(CODE_FROM) == "completion" else step
+        for step in steps]
 
 
 @dataclass(frozen=True)
