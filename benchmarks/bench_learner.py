@@ -1,4 +1,5 @@
-"""The learning completion against the judge, by hand: `PYTHONPATH=. .venv/bin/python benchmarks/bench_learner.py`.
+"""The learning completion against the judge, by hand:
+`PYTHONPATH=. .venv/bin/python benchmarks/bench_learner.py`.
 
 Issue 22's trial, run as it was run: one fixed, task-agnostic completion (tests/data/learner.py)
 that solves nothing, 16 samples a task in a row on one worker (or one container per task), over

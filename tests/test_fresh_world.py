@@ -30,7 +30,8 @@ LIMITS = {"timeout_s": 30.0, "memory_mb": 512}
 
 
 def probe_task(hidden: str) -> Task:
-    return Task(id="world/probe", group="world", prompt='def probe():\n    """Return the word."""\n',
+    return Task(id="world/probe", group="world",
+                prompt='def probe():\n    """Return the word."""\n',
                 entry_point="probe", reference=f"    return {hidden!r}\n",
                 tests=(f"def check(candidate):\n    assert candidate() == {hidden!r}, "
                        f"'want ' + {hidden!r}\n\ncheck(probe)\n"))
@@ -117,7 +118,8 @@ def test_the_reader_in_a_new_sandbox_and_another_process_finds_nothing(subproces
 
 
 CALLS_TASK = Task(
-    id="world/calls", group="world", prompt='def sign(x):\n    """Return -1, 0 or 1, the sign of x."""\n',
+    id="world/calls", group="world",
+    prompt='def sign(x):\n    """Return -1, 0 or 1, the sign of x."""\n',
     entry_point="sign", reference="    return (x > 0) - (x < 0)\n",
     tests=("def check(candidate):\n"
            "    assert candidate(5) == 1\n"
