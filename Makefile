@@ -21,15 +21,15 @@ export NO_PROXY := 127.0.0.1,localhost$(if $(NO_PROXY),$(comma)$(NO_PROXY))
 export UV_COMPILE_BYTECODE := 1
 export PATH := $(BIN):$(PATH)
 
-.PHONY: repro test lint lock venv vega ui prefect-server serve clean
+.PHONY: repro test lint lock venv vega ui prefect-server serve clean merge-driver
 
 # `dvc repro` as the pipeline flow: one Prefect API server for every stage (heldout pipeline).
-repro: $(VENV)/.installed vega
+repro: $(VENV)/.installed vega merge-driver
 	heldout pipeline
 
 # As root, the docker backend's tests run against a Podman engine started here (CI starts it in
 # .ci/run and exports DOCKER_HOST, so this starts nothing there); elsewhere they skip, saying why.
-test: $(VENV)/.installed vega
+test: $(VENV)/.installed vega merge-driver
 	@if [ "$$(id -u)" = 0 ] && [ -z "$${DOCKER_HOST:-}" ] && engine=$$(scripts/container-engine.sh); then \
 		eval "$$engine"; trap 'scripts/container-engine.sh stop' EXIT; fi; \
 	python -m pytest -q $(PYTEST_ARGS)
@@ -51,7 +51,13 @@ serve: $(VENV)/.installed
 lint: $(VENV)/.installed
 	ruff check heldout stages flows tests benchmarks
 
-venv: $(VENV)/.installed vega
+venv: $(VENV)/.installed vega merge-driver
+
+# git merges the ledger's export (ledger/test_access.jsonl) with heldout's driver, which keeps
+# both sides' lines in chain order; git keeps a driver's command out of the repository, so each
+# clone registers its own (docs/custody.md). Outside a git clone it says so and goes on.
+merge-driver: $(VENV)/.installed
+	@$(BIN)/heldout ledger setup --quiet
 
 # The lock pins every package with its hashes; `make lock` refreshes it from pyproject.toml.
 # uv's own output is a line per package, so it installs quietly between two lines of ours; a

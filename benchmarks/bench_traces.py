@@ -11,7 +11,14 @@ heldout.episodes.rows.ROW_COLUMNS. Reported, per 1,000 episodes:
   stores that are not SQL) on the first --span-api episodes (slow: a transaction per span);
 - the bytes of the rollout Parquet file with and without its `trajectory` column.
 
-Telemetry is off and nothing leaves the machine: the store is a file in a temporary folder.
+Over a tracking server (the REST store a team's MLFLOW_TRACKING_URI names), both writers side
+by side in one run: `--tracking-server` starts `mlflow server` on loopback over a temporary
+SQLite store (one worker, as tests/browser.py does), `--tracking-uri http://HOST:PORT` uses a
+running one (store bytes are then not measured). "span_api" is what the stage used over REST
+before issue 23, "batch" what it uses now.
+
+Telemetry is off and nothing leaves the machine unless --tracking-uri names another: the store is
+a file in a temporary folder.
 """
 
 from __future__ import annotations
@@ -19,9 +26,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
+import socket
+import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 os.environ.update({"MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "true"})
@@ -108,20 +121,26 @@ def store_bytes(database: Path) -> int:
     return sum(path.stat().st_size for path in database.parent.glob(database.name + "*"))
 
 
-def trace_cost(table: pd.DataFrame, folder: Path, writer: str) -> dict[str, float]:
+def trace_cost(table: pd.DataFrame, folder: Path, writer: str,
+               server: tuple[str, Path | None] | None = None) -> dict[str, float]:
+    """Seconds and bytes per 1,000 traces written by `writer`: to a SQLite store of its own, or
+    through `server` (its URL, and its database file when this script started it)."""
     import mlflow
 
     from stages import traces
 
     database = folder / f"{writer}.db"
     uri = f"sqlite:///{database}"
+    if server is not None:
+        uri, database = server
     mlflow.set_tracking_uri(uri)
-    experiment = mlflow.create_experiment(f"bench-{writer}",
-                                          artifact_location=(folder / "artifacts").as_uri())
+    experiment = mlflow.create_experiment(
+        f"bench-{writer}-{time.time_ns()}",
+        artifact_location=None if server else (folder / "artifacts").as_uri())
     with mlflow.start_run(experiment_id=experiment) as run:
         config = traces.TracingConfig(per_task=10**6, max_traces=len(table))
         sampled, counts = traces.sample_episodes(table, config)
-        empty = store_bytes(database)
+        empty = store_bytes(database) if database else 0
         started = time.perf_counter()
         built = traces.build_traces(sampled, {})
         built_s = time.perf_counter() - started
@@ -133,8 +152,41 @@ def trace_cost(table: pd.DataFrame, folder: Path, writer: str) -> dict[str, floa
     per = 1000 / len(table)
     return {f"{writer}_episodes": len(table), f"{writer}_s_per_1000": elapsed * per,
             f"{writer}_build_s_per_1000": built_s * per,
-            f"{writer}_store_bytes_per_1000": (store_bytes(database) - empty) * per,
+            **({f"{writer}_store_bytes_per_1000": (store_bytes(database) - empty) * per}
+               if database else {}),
             f"{writer}_spans_per_trace": sum(len(t.spans) for t in built) / len(built)}
+
+
+@contextmanager
+def tracking_server(folder: Path) -> Iterator[tuple[str, Path]]:
+    """`mlflow server` on a free loopback port over a SQLite store in `folder`, in its own
+    process group; its URL and database once /health answers."""
+    database = folder / "server.db"
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+    server = subprocess.Popen(
+        [str(Path(sys.executable).parent / "mlflow"), "server", "--backend-store-uri",
+         f"sqlite:///{database}", "--default-artifact-root", (folder / "served").as_uri(),
+         "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=2) as answer:
+                    if answer.status == 200:
+                        break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit("mlflow server did not start") from None
+                time.sleep(0.5)
+        yield url, database
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
 
 
 def main() -> None:
@@ -142,16 +194,28 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=5000)
     parser.add_argument("--span-api", type=int, default=300,
                         help="episodes traced through mlflow's span API for comparison (0: skip)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--tracking-server", action="store_true",
+                       help="both writers through an `mlflow server` started on loopback")
+    where.add_argument("--tracking-uri", help="both writers through this tracking server")
     args = parser.parse_args()
     table = rollout_table("bench", synthetic_rows(args.episodes))
     with tempfile.TemporaryDirectory(prefix="heldout-bench-traces-") as temporary:
         folder = Path(temporary)
-        report = {"episodes": len(table), "turns": TURNS, **parquet_bytes(table, folder),
-                  **trace_cost(table, folder, "batch")}
-        if args.span_api:
-            report |= trace_cost(table.head(args.span_api), folder, "span_api")
+        with (tracking_server(folder) if args.tracking_server
+              else nullcontext((args.tracking_uri, None) if args.tracking_uri else None)
+              ) as server:
+            report = {"episodes": len(table), "turns": TURNS, **parquet_bytes(table, folder),
+                      "store": server[0] if server else "sqlite (a file of its own)",
+                      **trace_cost(table, folder, "batch", server)}
+            if args.span_api:
+                report |= trace_cost(table.head(args.span_api), folder, "span_api", server)
+    if args.span_api:
+        report["span_api_over_batch"] = report["span_api_s_per_1000"] / report[
+            "batch_s_per_1000"]
     for key, value in report.items():
-        print(f"{key:45} {value:>14,.2f}" if isinstance(value, float) else f"{key:45} {value:>14,}")
+        print(f"{key:45} {value:>14,.2f}" if isinstance(value, float)
+              else f"{key:45} {value:>14,}" if isinstance(value, int) else f"{key:45} {value}")
 
 
 if __name__ == "__main__":

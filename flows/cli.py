@@ -17,7 +17,8 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from flows import ERROR_FILE_ENV, PIPELINE_RUN_ENV, samples_cli
+from flows import ERROR_FILE_ENV, PIPELINE_RUN_ENV, samples_cli, usage
+from flows.custody_cli import key, ledger_app
 from flows.terminal import quiet_console, quiet_environment, set_verbose
 from flows.warm import WARM_ENV
 from heldout.errors import HeldoutError, StageError
@@ -31,6 +32,8 @@ app = typer.Typer(
 )
 tasks_app = typer.Typer(help="Inspect and validate task files.", no_args_is_help=True)
 app.add_typer(tasks_app, name="tasks")
+app.add_typer(ledger_app, name="ledger")
+app.command()(key)
 stderr = Console(stderr=True)
 stdout = Console()
 
@@ -151,6 +154,33 @@ def serve() -> None:
     serve_nightly(root)
 
 
+@app.command()
+def deploy(
+    pool: Annotated[str, typer.Option(help="The work pool (`prefect work-pool create NAME "
+                                           "--type process`).")],
+    source: Annotated[Path | None, typer.Option(
+        metavar="PATH", help="Deploy a clone of HEAD made in PATH/<commit>, for a worker on "
+                             "this machine, instead of the git remote.")] = None,
+    remote: Annotated[str, typer.Option(help="The git remote the worker clones.")] = "origin",
+    work_dir: Annotated[str | None, typer.Option(
+        help="An existing folder on the worker's machine for the clone, kept between runs "
+             "(default: a temporary folder per run, gone with it).")] = None,
+) -> None:
+    """Deploy the nightly pipeline (cron: params.orchestration) to a work pool, pinned to
+    HEAD's commit: the worker runs that commit, whatever the checkout holds later. Needs a
+    Prefect server: PREFECT_API_URL."""
+    from flows.deploy import FORWARDED_ENV, deploy_to_pool
+    from heldout.environment import apply_defaults, find_project_root
+
+    # What the user set, before the project's defaults fill in the rest.
+    forwarded = {name: os.environ[name] for name in FORWARDED_ENV if os.environ.get(name)}
+    root = find_project_root()
+    apply_defaults(root)
+    for line in deploy_to_pool(root, pool, source=source, remote=remote, work_dir=work_dir,
+                               forwarded=forwarded):
+        stdout.print(line, highlight=False, soft_wrap=True, markup=False)
+
+
 @tasks_app.command("validate")
 def tasks_validate(
     source: Annotated[str, typer.Argument(help="A JSONL task file, or 'humaneval'.")],
@@ -240,10 +270,15 @@ app.command()(samples_cli.score)
 
 
 @app.command()
-def audit() -> None:
+def audit(
+    resolve: Annotated[str | None, typer.Option(
+        help="An orphan MLflow run (it touched the test split and no ledger line names it) "
+             "to record as resolved, with --reason.")] = None,
+    reason: Annotated[str, typer.Option(help="Why the orphan run is resolved (recorded).")] = "",
+) -> None:
     """Check the test-access ledger (chain, MACs under the test key, the git anchor) and
-    cross-check it against MLflow, deleted runs included; list every access. Exits 1 on any
-    problem."""
+    cross-check it against MLflow, every experiment and deleted runs included; list every
+    access. Exits 1 on any problem."""
     from rich.table import Table
 
     from heldout.custody.audit import audit_project
@@ -253,7 +288,10 @@ def audit() -> None:
 
     root = find_project_root()
     apply_defaults(root)
-    result = audit_project(root, runs_touching_test_split(root))
+    runs = runs_touching_test_split(root)
+    if resolve is not None:
+        _resolve_orphan(root, runs, resolve, reason)
+    result = audit_project(root, runs)
     table = Table(title=f"test-set accesses ({LEDGER})")
     for column in ("seq", "time", "user", "outcome", "access_id", "test_version", "candidate",
                    "base", "harness", "reason"):
@@ -285,6 +323,23 @@ def audit() -> None:
                  "MLflow agree", highlight=False)
 
 
+def _resolve_orphan(root: Path, runs: list, run_id: str, reason: str) -> None:
+    from heldout.custody.anchor import stage_ledger
+    from heldout.custody.audit import resolve_run
+    from heldout.custody.keys import load_keys
+    from stages.catalog import LEDGER
+
+    run = next((run for run in runs if run.run_id == run_id), None)
+    if run is None:
+        raise HeldoutError(f"MLflow run {run_id} did not touch the test split (no run of the "
+                           "store is tagged so or holds it as an input): nothing to resolve")
+    entry = resolve_run(root / LEDGER, run, reason, load_keys().current)
+    say = {"highlight": False, "soft_wrap": True, "markup": False}
+    stdout.print(f"resolved MLflow run {run_id}: ledger line {entry['seq']} of {LEDGER}, MAC'd "
+                 f"under test key {entry['key_id']}; reason: {entry['reason']}", **say)
+    stdout.print(stage_ledger(root), **say)
+
+
 @app.command()
 def abort(
     access_id: Annotated[str, typer.Argument(help="The open access, as `heldout audit` names it.")],
@@ -309,19 +364,6 @@ def abort(
     stdout.print(stage_ledger(root), **say)
 
 
-@app.command()
-def key() -> None:
-    """Show the test key this shell holds: its id and public half (for params.custody.public_key:
-    whoever re-deals the split can then seal it without being able to read it). Never the secret."""
-    from heldout.custody.keys import load_keys
-
-    ring = load_keys()
-    for number, held in enumerate(ring.keys):
-        role = "current" if number == 0 else "older (verifies ledger lines only)"
-        stdout.print(f"test key {held.key_id} ({role}, from {ring.source}): public key "
-                     f"{held.public.hex()}", highlight=False, soft_wrap=True, markup=False)
-
-
 def main() -> None:
     if sys.argv[1:2] == ["stage"] and os.environ.get(WARM_ENV):
         # Under the pipeline: become a fork of its warm starter rather than start cold.
@@ -331,7 +373,7 @@ def main() -> None:
         if code is not None:
             sys.exit(code)
     try:
-        app()
+        usage.run(app)  # a wrong command line: one line, exit 2
     except HeldoutError as error:
         report_error(error)
         sys.exit(2)

@@ -50,7 +50,9 @@ def task_runner(orchestration: OrchestrationConfig, threads: int) -> Any:
         # One thread per worker process: a worker's sandbox already runs programs in parallel,
         # and processes keep agents' Python code from sharing one GIL.
         cluster_kwargs={"n_workers": orchestration.dask_workers, "threads_per_worker": 1,
-                        "processes": True, "host": "127.0.0.1", "dashboard_address": ":0"},
+                        "processes": True, "host": "127.0.0.1",
+                        # An empty host (":0") listens on every interface (NOTES.md).
+                        "dashboard_address": "127.0.0.1:0"},
     )
 
 

@@ -26,6 +26,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 
 from flows import ERROR_FILE_ENV, PIPELINE_RUN_ENV
+from flows.pinned import check_runs_deployed
 from flows.plan import dvc_reason, planned_stages
 from flows.summary import StageOutcome, outcomes_after_failure, pipeline_summary, stage_metric
 from flows.terminal import verbose
@@ -45,13 +46,18 @@ def reproduce_stage(repo: Repo, stage: str, force: bool) -> bool:
 
 @flow(name="pipeline", description=__doc__)
 def pipeline_flow(
-    targets: list[str] | None = None, force: bool = False, root: str | None = None
+    targets: list[str] | None = None, force: bool = False, root: str | None = None,
+    commit: str | None = None,
 ) -> dict:
+    """`commit`: the commit a work-pool deployment pinned (heldout deploy); the run refuses to
+    start unless its folder holds exactly that commit."""
     project = find_project_root(Path(root) if root else None)
+    if commit:
+        check_runs_deployed(project, commit)
     started = time.perf_counter()
     os.environ[PIPELINE_RUN_ENV] = str(flow_run.get_id())  # for the stage processes DVC starts
     try:
-        with warm_starts(project), stage_errors() as errors:
+        with project_code(project), warm_starts(project), stage_errors() as errors:
             planned, outcomes = reproduce_in_order(project, targets, force, errors)
     finally:
         os.environ.pop(PIPELINE_RUN_ENV, None)
@@ -60,8 +66,24 @@ def pipeline_flow(
     summary = pipeline_summary(outcomes, lock.read_bytes() if lock.is_file() else None,
                                time.perf_counter() - started)
     if summary["ran"] or summary["failed"]:
-        record(project, summary, outcomes)
+        record(project, summary, outcomes, commit)
     return summary
+
+
+@contextmanager
+def project_code(root: Path) -> Iterator[None]:
+    """The stage processes DVC starts import the project's own heldout, stages and flows
+    before an installed copy's: a deployed run (a clone at the pinned commit) runs that
+    commit's code, not the code of the checkout the worker's environment was installed from."""
+    before = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(root), *([before] if before else [])])
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = before
 
 
 class StageErrors:
@@ -132,11 +154,13 @@ def say(line: str) -> None:
     print(line, flush=True)
 
 
-def record(root: Path, summary: dict, outcomes: list[StageOutcome]) -> None:
+def record(root: Path, summary: dict, outcomes: list[StageOutcome],
+           commit: str | None = None) -> None:
     """The summary as an MLflow run, FAILED (with the reason) if a stage failed."""
     with tracked_stage(root, read_params(root), "pipeline", "pipeline") as mlflow_run:
         mlflow_run.set_tags({"dvc_lock": summary["dvc_lock_sha256"] or "none",
-                             "prefect_flow_run": str(flow_run.get_id())})
+                             "prefect_flow_run": str(flow_run.get_id()),
+                             **({"deployed_commit": commit} if commit else {})})
         mlflow_run.log_metrics({
             "wall_s": summary["wall_s"],
             **{f"stages_{outcome}": count for outcome, count in summary["counts"].items()},

@@ -15,6 +15,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 
+from flows.scoring_options import (  # noqa: F401 - flows/cli.py's compare takes them from here
+    CanariesOption,
+    MemoryOption,
+    MlflowOption,
+    SandboxOption,
+    TasksOption,
+    TimeoutOption,
+    WorkersOption,
+    parse_ks,
+)
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -24,25 +35,6 @@ if TYPE_CHECKING:
 stdout = Console()
 stderr = Console(stderr=True)
 SAY = {"markup": False, "highlight": False, "soft_wrap": True}
-
-TasksOption = Annotated[str | None, typer.Option(
-    "--tasks", help="The tasks the samples answer: 'humaneval' or a JSONL task file "
-                    "(needed for samples files).")]
-SandboxOption = Annotated[str, typer.Option(
-    "--sandbox", help="Sandbox backend that judges the samples: subprocess or docker.")]
-TimeoutOption = Annotated[float | None, typer.Option(
-    "--timeout-s", help="Seconds per program (default: the harness default, 10).")]
-MemoryOption = Annotated[int | None, typer.Option(
-    "--memory-mb", help="Memory per program (default: the harness default, 512).")]
-WorkersOption = Annotated[int | None, typer.Option(
-    "--workers", help="Programs judged at once (default: the harness default, 2); not part "
-                      "of the fingerprint.")]
-MlflowOption = Annotated[bool, typer.Option(
-    "--mlflow", help="Log an MLflow run (params, metrics, summaries and files as artifacts).")]
-CanariesOption = Annotated[bool, typer.Option(
-    "--canaries/--no-canaries", help="Check the sandbox first: the references must pass the "
-                                     "tasks used, a do-nothing answer none (a warning if not).")]
-
 
 @dataclass
 class Scoring:
@@ -96,18 +88,6 @@ class Scored:
     summary_path: Path
     summary: dict[str, Any]
     cached: bool = False
-
-
-def parse_ks(text: str | None) -> list[int] | None:
-    if not text:
-        return None
-    try:
-        ks = sorted({int(part) for part in text.split(",") if part.strip()})
-    except ValueError:
-        raise typer.BadParameter(f"{text!r}: expected whole numbers, e.g. 1,10,100") from None
-    if not ks or ks[0] < 1:
-        raise typer.BadParameter(f"{text!r}: each k must be 1 or more")
-    return ks
 
 
 def score_files(files: list[Path], outs: list[Path], scoring: Scoring,
@@ -309,8 +289,9 @@ def score(
         help="Folder for <stem>.parquet and <stem>.summary.json (default: each file's "
              "own folder).")] = None,
     ks: Annotated[str | None, typer.Option(
-        "--ks", help="k values for pass@k and pass^k, e.g. 1,10,100 (default: powers of two "
-                     "up to the fewest samples of a task).")] = None,
+        "--ks", callback=parse_ks,
+        help="k values for pass@k and pass^k, e.g. 1,10,100 (default: powers of two up to the "
+             "fewest samples of a task).")] = None,
     sandbox: SandboxOption = "subprocess",
     timeout_s: TimeoutOption = None,
     memory_mb: MemoryOption = None,
@@ -322,7 +303,7 @@ def score(
     Parquet and a summary per file, and pass@1 with its interval, pass@k, pass^k on screen."""
     setup = scoring(tasks, sandbox, timeout_s, memory_mb, workers, canaries)
     outs = [out or path.parent for path in files]
-    for scored in score_files(files, outs, setup, parse_ks(ks)):
+    for scored in score_files(files, outs, setup, ks):
         print_summary(scored)
         if mlflow:
             stdout.print(f"  MLflow run {log_score(scored)}", **SAY)

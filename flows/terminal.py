@@ -1,6 +1,7 @@
 """What heldout's processes print: the stages' own lines, one line per stage from the pipeline,
 one message per error. Prefect's per-run INFO lines (a flow run began, a task run finished in
-state Completed, a link to the run) are off unless `heldout -v` or HELDOUT_VERBOSE=1.
+state Completed, a link to the run) and MLflow's links to each run on a tracking server are off
+unless `heldout -v` or HELDOUT_VERBOSE=1.
 
 They are turned off where they are printed, not where they are recorded: Prefect's console
 handler goes to WARNING (PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL, set in the environment before
@@ -21,7 +22,12 @@ import logging
 import os
 
 VERBOSE_ENV = "HELDOUT_VERBOSE"
-QUIET_ENV = {"PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "WARNING"}
+QUIET_ENV = {
+    "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "WARNING",
+    # MLflow writes "🏃 View run … at: URL" and "🧪 View experiment at: URL" to stdout as each
+    # run ends when the store is a tracking server: a pair per stage between the status lines.
+    "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",
+}
 # MLflow announces creating and migrating its database at INFO on a new store.
 QUIET_LOGGERS = ("mlflow.store.db.utils", "alembic.runtime.migration")
 RUN_LOGGERS = ("prefect.flow_runs", "prefect.task_runs")

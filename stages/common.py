@@ -53,10 +53,12 @@ def tracked_stage(
     with stage_run(root, config, run_name, tags) as run, recording_run(run.run_id):
         try:
             yield run
-        except TestSetAccessError:
+        except TestSetAccessError as error:
             # The ledger has the refusal; the tags are how MLflow's search finds the failed run,
-            # with the README's filter for every test access among them.
-            run.set_tags({"test_access": "true", "test_access_refused": "true"})
+            # with the README's filter for every test access among them. An error no ledger line
+            # holds (a missing file) tags nothing: no run stands as an access nobody recorded.
+            if error.recorded:
+                run.set_tags({"test_access": "true", "test_access_refused": "true"})
             raise
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from heldout.episodes.chunks import ChunkExecutor
 from heldout.episodes.harness import Harness
 from heldout.episodes.rollout import RolloutsConfig, roll_out
 from heldout.episodes.rows import FAILURES, rollout_table
@@ -71,18 +72,20 @@ def read_rollouts(root: Path, checkpoints: list[str]) -> dict[str, pd.DataFrame]
 
 
 def run_canaries(
-    root: Path, params: dict[str, Any], harness: Harness
+    root: Path, params: dict[str, Any], harness: Harness, execute: ChunkExecutor | None = None
 ) -> tuple[dict[str, Any], float]:
-    """Oracle and blind, one episode per val task, through the same harness and sandbox: what
-    they showed, and the seconds their episodes took (for MLflow only: a wall-clock number in
-    val.json would change the scores' digest, and so the selection's, on every run)."""
+    """Oracle and blind, one episode per val task, through the same harness and sandbox, and
+    on the same executor as the rollouts (`execute`: the flow's task runner, threads or Dask):
+    what they showed, and the seconds their episodes took (for MLflow only: a wall-clock number
+    in val.json would change the scores' digest, and so the selection's, on every run)."""
     config = section(params, "rollouts", RolloutsConfig)
     tasks = eval_view(root, "val", load_tasks(root / split_file("val")))
     single = harness.model_copy(update={"n": 1})
     counts, episodes_s = {}, 0.0
     for name, settings in CANARIES.items():
         progress = EpisodeProgress(f"canary:{name}")
-        rows = roll_out(root, f"canary:{name}", settings, tasks, single, config, progress)
+        rows = roll_out(root, f"canary:{name}", settings, tasks, single, config, progress,
+                        execute)
         counts[name] = per_task_counts(rollout_table(name, rows))
         episodes_s += progress.elapsed()
     failures = canary_failures(counts["oracle"], counts["blind"])
@@ -93,7 +96,7 @@ def run_canaries(
     }, episodes_s
 
 
-def run(root: Path | None = None) -> dict[str, Any]:
+def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[str, Any]:
     root = project_root(root)
     params = read_params(root)
     harness = section(params, "harness", Harness)
@@ -101,7 +104,7 @@ def run(root: Path | None = None) -> dict[str, Any]:
     manifest = read_manifest(root)
     with tracked_stage(root, params, "score", "score") as mlflow_run:
         mlflow_run.set_tags(protocol_tags(manifest) | {"harness": harness.fingerprint()})
-        canaries, canary_episodes_s = run_canaries(root, params, harness)
+        canaries, canary_episodes_s = run_canaries(root, params, harness, execute)
         mlflow_run.log_metrics({"canary_oracle_pass_rate": canaries["oracle_pass_rate"],
                                 "canary_blind_pass_rate": canaries["blind_pass_rate"],
                                 "canary_episodes_s": canary_episodes_s})

@@ -9,8 +9,9 @@ from typing import Any
 from heldout.canonical import canonical_json
 from heldout.contamination.fingerprints import split_fingerprints
 from heldout.custody.guard import sealing
-from heldout.custody.keys import CustodyConfig, sealing_key
+from heldout.custody.keys import CustodyConfig, team_sealing_key
 from heldout.custody.seal import seal
+from heldout.custody.store import open_line_store
 from heldout.files import staged_outputs
 from heldout.tasks.record import tasks_digest
 from heldout.tasks.sources import TasksConfig, load_tasks
@@ -39,7 +40,9 @@ def run(root: Path | None = None) -> dict[str, Any]:
     params = read_params(root)
     tasks_config = section(params, "tasks", TasksConfig)
     config = section(params, "split", SplitConfig)
-    public_key, note = sealing_key(section(params, "custody", CustodyConfig))
+    custody = section(params, "custody", CustodyConfig)
+    # Once a team key is named (params or the ledger store), the split is sealed for no other.
+    public_key, note = team_sealing_key(open_line_store(root, custody.ledger_url), custody)
     if note:
         print(f"heldout: {note}", file=sys.stderr)
     with tracked_stage(root, params, "split", "split") as mlflow_run:

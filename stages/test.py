@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import os
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Literal
 
@@ -20,8 +21,8 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from heldout.canonical import content_digest
 from heldout.custody.anchor import stage_ledger
 from heldout.custody.guard import TestSetAccessError
-from heldout.custody.keys import CustodyConfig, opening_key
-from heldout.custody.ledger import read_ledger
+from heldout.custody.keys import CustodyConfig, opening_key, require_team_key
+from heldout.custody.ledger import LedgerStore, read_ledger
 from heldout.custody.lock import AccessKey, TestLock, accesses, models_evaluated, refuse
 from heldout.custody.seal import seal
 from heldout.episodes.chunks import ChunkExecutor
@@ -150,6 +151,7 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
     reaccess = test_config.reaccess
     reruns_config = section(params, "reruns", RerunsConfig)
     test_key = opening_key(section(params, "custody", CustodyConfig))
+    require_team_key(LedgerStore.open(root), test_key)  # a key the store does not know: refused
     manifest = read_manifest(root)
     selection = read_selection(root)
     names = {"candidate": selection["chosen"], "base": params.get("base")}
@@ -173,7 +175,16 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
                         reason=reaccess.reason, reason_for=reaccess.access,
                         mlflow_run_id=mlflow_run.run_id,
                         mlflow_experiment_id=mlflow_run.experiment_id)
-        with lock:
+        with ExitStack() as held:
+            try:
+                held.enter_context(lock)
+            except BaseException:
+                if not lock.recorded:
+                    # Stopped before a ledger line named this run (a wrong key, a missing or
+                    # damaged split): it must not stand in MLflow as an access nobody recorded.
+                    mlflow_run.set_tags({"test_access": "false",
+                                         "test_access_stopped": "before the lock recorded it"})
+                raise
             mlflow_run.set_tags({"test_outcome": lock.outcome})
             tasks = eval_view(root, "test", lock.read_tasks())
             log_split_input(mlflow_run, root, manifest, "test", tasks)

@@ -14,8 +14,9 @@ failed the hidden ones, then the first `per_task` samples of each task, capped a
 in that order; the rule depends on the rows alone, so a rerun traces the same episodes.
 
 Traces go to the run's tracking store and nowhere else: spans are written straight to the store
-in batches (a SQL store), never through OpenTelemetry exporters, so no OTLP endpoint in the
-environment is ever contacted and telemetry stays off. The test split is never traced: its
+in batches (a SQL store, or a tracking server's REST store, which takes them on its own OTLP
+route), never through OpenTelemetry exporters, so no OTLP endpoint in the environment is ever
+contacted and telemetry stays off. The test split is never traced: its
 episodes are sealed, and stages/test.py does not import this module (tests/test_traces.py).
 """
 
@@ -244,20 +245,32 @@ def ensure_offline() -> None:
 def write_traces(traces: list[EpisodeTrace], run_id: str, uri: str,
                  writer: Literal["batch", "span_api"] | None = None) -> list[str]:
     """Log the traces into the run's experiment, linked to the run; their trace ids. `batch`
-    writes spans straight to a SQL store; `span_api` goes through mlflow.start_span_no_context
-    (any store; slower), which is the fallback for stores that are not SQL."""
+    writes spans straight to the store where it takes batches (`batch_writes`); `span_api`
+    goes through mlflow.start_span_no_context (any store; slower): the fallback."""
     import mlflow
-    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
     from mlflow.tracing.client import TracingClient
 
     ensure_offline()
     client = TracingClient(uri)
     experiment_id = mlflow.MlflowClient(uri).get_run(run_id).info.experiment_id
     if writer is None:
-        writer = "batch" if isinstance(client.store, SqlAlchemyStore) else "span_api"
+        writer = "batch" if batch_writes(client.store) else "span_api"
     if writer == "batch":
         return _write_batches(client, traces, experiment_id, run_id)
     return _write_with_span_api(traces, experiment_id, run_id, uri)
+
+
+def batch_writes(store: Any) -> bool:
+    """A SQL store takes spans in batches (log_spans), and so does a tracking server's REST
+    store from MLflow 3.4 on (the version MLflow's own log_spans asks for); no other store."""
+    from mlflow.store.tracking.rest_store import RestStore
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+    from packaging.version import Version
+
+    if type(store) is not RestStore:  # a subclass (Databricks') logs spans elsewhere
+        return isinstance(store, SqlAlchemyStore)
+    version = store._get_server_version(store.get_host_creds())
+    return version is not None and version >= Version("3.4")
 
 
 def _trace_ids(run_id: str, trace: EpisodeTrace) -> tuple[int, list[int]]:

@@ -14,8 +14,10 @@ import yaml
 
 from heldout.custody.guard import LEDGER, TestSetAccessError
 from heldout.custody.ledger import read_ledger
+from heldout.custody.lock import AccessKey
 from stages import select, split
 from stages import test as test_stage
+from tests.ledger_tools import keep_store_lines
 from tests.test_custody_audit import audit_of, commit_ledger, git, record_access
 from tests.test_lock import set_params
 
@@ -126,15 +128,21 @@ def repo(project: Path) -> Path:
     return project
 
 
+# One access key opens once (the ledger store's constraint): a second access is another key.
+SECOND = AccessKey("t-0123456789ab", "early", "base", "f" * 64, "e" * 64, "b" * 64,
+                   "c-0123456789ab")
+
+
 def test_renaming_the_experiment_does_not_hide_an_erased_access(repo: Path):
     record_access(repo)
     commit_ledger(repo)
-    run_id = record_access(repo)  # its lines are not committed yet
+    run_id = record_access(repo, access=SECOND)  # its lines are not committed yet
     client = mlflow.MlflowClient()
     experiment = client.get_run(run_id).info.experiment_id
     client.rename_experiment(experiment, "nothing-to-see")
     lines = (repo / LEDGER).read_text().splitlines()
     (repo / LEDGER).write_text("\n".join(lines[:2]) + "\n")  # the uncommitted access dropped
+    keep_store_lines(repo, 2)  # from the ledger store too, where the lines live
     result = audit_of(repo)
     assert not result.ok
     assert any(run_id in problem for problem in result.problems), result.problems
@@ -143,16 +151,17 @@ def test_renaming_the_experiment_does_not_hide_an_erased_access(repo: Path):
 
 def test_another_experiment_in_params_does_not_hide_an_erased_access(repo: Path):
     record_access(repo)
-    run_id = record_access(repo)
+    run_id = record_access(repo, access=SECOND)
     lines = (repo / LEDGER).read_text().splitlines()
     (repo / LEDGER).write_text("\n".join(lines[:2]) + "\n")
+    keep_store_lines(repo, 2)
     set_params(repo, "mlflow", experiment="elsewhere")
     assert any(run_id in problem for problem in audit_of(repo).problems)
 
 
 def test_git_replace_of_the_committed_ledger_is_found(repo: Path):
     record_access(repo)
-    record_access(repo)
+    record_access(repo, access=SECOND)
     commit = commit_ledger(repo)
     whole = (repo / LEDGER).read_text()
     forged = "\n".join(whole.splitlines()[:2]) + "\n"  # the second access dropped
@@ -161,6 +170,7 @@ def test_git_replace_of_the_committed_ledger_is_found(repo: Path):
     real = git(repo, "rev-parse", f"{commit}:{LEDGER}").strip()
     git(repo, "replace", real, blob)
     (repo / LEDGER).write_text(forged)
+    keep_store_lines(repo, 2)
     result = audit_of(repo)
     assert not result.ok
     assert any("committed" in problem and "gone" in problem for problem in result.problems), \

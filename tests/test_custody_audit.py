@@ -33,6 +33,7 @@ from heldout.custody.ledger import (
 from heldout.custody.lock import AccessKey
 from stages import test as test_stage
 from stages.tracking import TrackingConfig, runs_touching_test_split, stage_run
+from tests.ledger_tools import keep_store_lines, replace_store_lines
 from tests.test_cli import heldout
 
 OTHER_KEY = TestKey(bytes.fromhex("22" * 32))
@@ -84,7 +85,8 @@ def audit_of(project: Path):
 
 def rewrite(project: Path, mac=lambda entry: entry.get("mac")) -> None:
     """Make every line's candidate "base" and recompute the chain (seq, prev_hash, SHA-256
-    hash), as anyone with the file can; `mac` says what becomes of each line's MAC."""
+    hash), as anyone with the files can, in the ledger store and its export; `mac` says what
+    becomes of each line's MAC."""
     path, previous, lines = project / LEDGER, "0" * 64, []
     for entry in read_ledger(path):
         entry["candidate"] = "base"
@@ -93,6 +95,7 @@ def rewrite(project: Path, mac=lambda entry: entry.get("mac")) -> None:
         entry["mac"] = mac(entry)
         lines.append(canonical_json(entry))
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    replace_store_lines(project, lines)
 
 
 def git(root: Path, *args: str) -> str:
@@ -182,6 +185,7 @@ def test_an_emptied_or_removed_ledger_and_its_deleted_run_fail_the_audit(project
         (project / LEDGER).write_text("")
     else:
         (project / LEDGER).unlink()
+    keep_store_lines(project, 0)  # the lines live in the store: erasing them is erasing it too
     mlflow.MlflowClient().delete_run(run_id)
     (run,) = runs_touching_test_split(project)
     assert (run.run_id, run.lifecycle_stage) == (run_id, "deleted")

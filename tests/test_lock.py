@@ -19,6 +19,7 @@ from heldout.custody.ledger import append, read_ledger, verify_chain
 from stages import catalog, select
 from stages import test as test_stage
 from stages.tracking import runs_touching_test_split
+from tests.ledger_tools import keep_store_lines
 
 
 def set_params(project: Path, section: str, **values) -> None:
@@ -141,6 +142,7 @@ def test_a_deleted_last_line_is_caught_by_the_mlflow_cross_check(project: Path):
     path = project / LEDGER
     lines = path.read_text().splitlines()
     path.write_text("\n".join(lines[:-1]) + "\n")
+    keep_store_lines(project, len(lines) - 1)  # and from the store, where the lines live
     result = audit_of(project)
     assert result.chain_break is None
     assert any("ledger lines are missing" in problem for problem in result.problems)

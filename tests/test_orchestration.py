@@ -104,6 +104,184 @@ def test_rollouts_on_a_dask_local_cluster_match_the_threads_runner(
                                   on_dask.drop(columns=list(TIMING_COLUMNS)))
 
 
+def test_the_score_stages_canaries_run_on_the_dask_cluster_like_the_rollouts(
+    prefect_api_url, project: Path, monkeypatch
+):
+    """The canaries' episodes go through the executor the flow's task runner gives, as the
+    rollouts' do: on Dask, chunks of the cluster; their verdict is the one threads give."""
+    from flows.rollouts import rollouts_flow
+    from flows.score import score_flow
+
+    configure_small_project(project, tasks=20, n=1,
+                            checkpoints={"ck": {"agent": "demo", "skill": 0.5}},
+                            rollouts={"chunk_episodes": 5})
+    monkeypatch.chdir(project)
+    split.run(project)
+    rollouts_flow(checkpoint="ck")
+    on_threads = score_flow()
+    shutil.rmtree(project / ".heldout")  # the canaries' episodes run again, on Dask
+    set_params(project, "orchestration", task_runner="dask", dask_workers=2)
+    monkeypatch.setattr(distributed, "LocalCluster", RecordingCluster)
+    RecordingCluster.made.clear()
+    on_dask = score_flow()
+    assert RecordingCluster.made, "the score stage made no Dask cluster"
+    val = json.loads((project / "data/split/manifest.json").read_text())["counts"]["val"]
+    chunks = math.ceil(val / 5)
+    assert task_runs_of_latest_flow_run("score") == sorted(
+        f"canary:{name}[{i}]" for name in ("blind", "oracle") for i in range(chunks))
+    assert on_dask["canaries"] == on_threads["canaries"]
+    assert on_dask["canaries"]["oracle_pass_rate"] == 1.0
+    assert on_dask["canaries"]["blind_pass_rate"] == 0.0
+
+
+# --- no listener beyond loopback (issue 23) ----------------------------------------------
+
+
+def process_tree(root: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry))
+    found, pending = set(), [root]
+    while pending:
+        pid = pending.pop()
+        found.add(pid)
+        pending += children.get(pid, [])
+    return found
+
+
+def socket_owners(pids: set[int]) -> dict[str, int]:
+    """Socket inode -> the process holding it, for these processes."""
+    owners = {}
+    for pid in pids:
+        try:
+            descriptors = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in descriptors:
+            try:
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if link.startswith("socket:["):
+                owners[link[8:-1]] = pid
+    return owners
+
+
+def address(table: str, hexadecimal: str) -> tuple[str, int]:
+    import ipaddress
+
+    host, port = hexadecimal.split(":")
+    raw = bytes.fromhex(host)
+    if table == "tcp":
+        return str(ipaddress.IPv4Address(raw[::-1])), int(port, 16)
+    # /proc/net/tcp6 prints the address as four 32-bit words in host (little-endian) order.
+    words = b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4))
+    return str(ipaddress.IPv6Address(words)), int(port, 16)
+
+
+def listening_sockets(root: int) -> set[tuple[int, str, int]]:
+    """(pid, host, port) of every TCP socket in LISTEN state held by `root` or a descendant."""
+    owners = socket_owners(process_tree(root))
+    found = set()
+    for table in ("tcp", "tcp6"):
+        for line in Path(f"/proc/net/{table}").read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and fields[9] in owners:  # 0A: TCP_LISTEN
+                found.add((owners[fields[9]], *address(table, fields[1])))
+    return found
+
+
+class ListenerWatch:
+    """Samples this process tree's listening sockets on a thread until stopped."""
+
+    def __init__(self):
+        import threading
+
+        self.seen: set[tuple[int, str, int]] = set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def _watch(self) -> None:
+        while not self._stop.is_set():
+            self.seen |= listening_sockets(os.getpid())
+            self._stop.wait(0.05)
+
+    def __enter__(self) -> ListenerWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def beyond_loopback(self) -> set[tuple[int, str, int]]:
+        import ipaddress
+
+        return {s for s in self.seen if not ipaddress.ip_address(s[1]).is_loopback}
+
+
+def documented(command: str) -> list[str]:
+    """The loopback `dask ...` command line docs/team.md gives."""
+    text = (Path(__file__).resolve().parent.parent / "docs/team.md").read_text()
+    (line,) = [line.strip() for line in text.splitlines()
+               if line.strip().startswith(command) and "127.0.0.1" in line]
+    return line.split()
+
+
+def test_no_dask_listener_beyond_loopback_local_cluster_or_documented_cluster(
+    prefect_api_url, project: Path, monkeypatch
+):
+    """During a Dask run, /proc/net/tcp and tcp6 hold no listening socket of this test's
+    processes on any address but loopback: heldout's own LocalCluster (scheduler, nannies,
+    workers, dashboard), then the scheduler and workers docs/team.md starts by hand."""
+    from flows.rollouts import rollouts_flow
+
+    configure_small_project(project, tasks=12, n=1,
+                            checkpoints={"ck": {"agent": "demo", "skill": 0.5}},
+                            rollouts={"chunk_episodes": 3})
+    monkeypatch.chdir(project)
+    split.run(project)
+    set_params(project, "orchestration", task_runner="dask", dask_workers=2)
+    monkeypatch.setattr(distributed, "LocalCluster", RecordingCluster)
+    RecordingCluster.made.clear()
+    with ListenerWatch() as watch:
+        rollouts_flow(checkpoint="ck")
+    assert RecordingCluster.made
+    # The scheduler, its dashboard, and a nanny and a worker per process were all seen.
+    assert len({s for s in watch.seen if s[0] != os.getpid()}) >= 4, watch.seen
+    assert watch.beyond_loopback() == set()
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    bin_dir = Path(sys.executable).parent
+    scheduler_cmd = [part.replace("8786", str(port)) for part in documented("dask scheduler")]
+    worker_cmd = [part.replace("8786", str(port)) for part in documented("dask worker")]
+    scheduler_cmd[0], worker_cmd[0] = str(bin_dir / "dask"), str(bin_dir / "dask")
+    started = [subprocess.Popen(scheduler_cmd, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True)]
+    try:
+        time.sleep(3)
+        started.append(subprocess.Popen(worker_cmd, stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL, start_new_session=True))
+        set_params(project, "orchestration", dask_address=f"tcp://127.0.0.1:{port}")
+        shutil.rmtree(project / ".heldout")
+        with ListenerWatch() as watch:
+            summary = rollouts_flow(checkpoint="ck")
+        assert summary["resumed"] == 0
+        assert {s[2] for s in watch.seen} >= {port}, watch.seen
+        assert watch.beyond_loopback() == set()
+    finally:
+        for process in reversed(started):
+            os.killpg(process.pid, signal.SIGTERM)
+            process.wait(timeout=30)
+
+
 GIT = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org",
        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.org"}
 

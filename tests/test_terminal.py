@@ -20,6 +20,7 @@ import yaml
 
 from heldout.errors import ParamsError
 from stages import params_check
+from tests.browser import serve_mlflow
 from tests.conftest import REPO, configure_small_project, copy_project
 
 PYTHON_HELDOUT = [sys.executable, "-X", "importtime", "-m", "flows.cli"]
@@ -33,7 +34,8 @@ def run_env(project: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if k not in ("PREFECT_API_URL", "HELDOUT_VERBOSE")}
     env.update(GIT, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}",
-               MLFLOW_TRACKING_URI=f"sqlite:///{project / 'mlflow.db'}", **extra)
+               MLFLOW_TRACKING_URI=f"sqlite:///{project / 'mlflow.db'}")
+    env.update(extra)
     return env
 
 
@@ -271,3 +273,21 @@ def test_a_bare_stage_runs_without_prefect_and_still_logs_to_mlflow(small: Path)
     experiment = client.get_experiment_by_name("heldout")
     assert len(client.search_runs([experiment.experiment_id],
                                   "tags.`heldout.stage` = 'split'")) == 1
+
+
+def test_runs_on_a_tracking_server_print_no_view_run_links(small: Path):
+    """Against a real `mlflow server`, MLflow writes a "View run" and a "View experiment" link
+    to stdout as every run ends; a stage's terminal shows neither (and -v shows them)."""
+    store = f"sqlite:///{small / 'served.db'}"
+    mlflow.MlflowClient(store).create_experiment(
+        "heldout", artifact_location=(small / "mlartifacts").as_uri())
+    with serve_mlflow(store) as url:
+        quiet = heldout(small, "stage", "split", timeout=300, MLFLOW_TRACKING_URI=url)
+        loud = heldout(small, "-v", "stage", "split", timeout=300, MLFLOW_TRACKING_URI=url)
+    assert quiet.returncode == 0 and loud.returncode == 0, quiet.stdout[-3000:]
+    assert "View run" not in quiet.stdout and "View experiment" not in quiet.stdout
+    assert "View run" in loud.stdout
+    client = mlflow.MlflowClient(store)
+    experiment = client.get_experiment_by_name("heldout")
+    assert len(client.search_runs([experiment.experiment_id],
+                                  "tags.`heldout.stage` = 'split'")) == 2

@@ -207,23 +207,60 @@ def comparable(trace) -> dict:
     }
 
 
-def test_the_batch_writer_writes_what_mlflows_span_api_writes(store):
-    """The stage writes spans straight to the SQL store in batches; the same traces through
-    mlflow.start_span_no_context must read back the same."""
+@pytest.mark.parametrize("over", ["sqlite", "rest"])
+def test_the_batch_writer_writes_what_mlflows_span_api_writes(store, over, request):
+    """The stage writes spans straight to the store in batches, to a SQL store and to a real
+    `mlflow server` over REST alike; the same traces through mlflow.start_span_no_context must
+    read back the same from the store."""
+    uri = store_uri(store["project"]) if over == "sqlite" else request.getfixturevalue(
+        "mlflow_server")
     table = store["tables"]["tester"]
     sampled, _ = traces.sample_episodes(table, traces.TracingConfig(per_task=2, max_traces=4))
     built = traces.build_traces(sampled, {}, start_ns=1_700_000_000_000_000_000)
     read = {}
     for writer in ("batch", "span_api"):
         with mlflow.start_run(experiment_id=store["experiment"], run_name=writer) as run:
-            ids = traces.write_traces(built, run.info.run_id, store_uri(store["project"]),
-                                      writer=writer)
+            ids = traces.write_traces(built, run.info.run_id, uri, writer=writer)
         found = {t.info.trace_id: t for t in run_traces(store["experiment"], run.info.run_id)}
         assert sorted(found) == sorted(ids) and len(ids) == 4
         read[writer] = sorted((comparable(found[i]) for i in ids), key=lambda c: c["name"])
         for item in read[writer]:
             item["source_run"] = item["source_run"] == run.info.run_id
     assert read["batch"] == read["span_api"]
+
+
+def test_a_tracking_server_gets_the_batch_writer_and_a_store_without_batches_the_span_api(
+    store, mlflow_server, tmp_path, monkeypatch
+):
+    """The stage's own choice of writer: batches for a SQL store and for a tracking server's
+    REST store (13 times slower through the span API, issue 23); the span API for a store that
+    takes no batches (a file store), which still gets every trace."""
+    from mlflow.tracing.client import TracingClient
+
+    def no_span_api(*args, **kwargs):
+        raise AssertionError("the span API was used")
+
+    sampled, _ = traces.sample_episodes(store["tables"]["hacker"], traces.TracingConfig())
+    built = traces.build_traces(sampled.head(3), {})
+    with monkeypatch.context() as patch:
+        patch.setattr(traces, "_write_with_span_api", no_span_api)
+        for uri in (store_uri(store["project"]), mlflow_server):
+            with mlflow.start_run(experiment_id=store["experiment"]) as run:
+                ids = traces.write_traces(built, run.info.run_id, uri)
+            assert sorted(t.info.trace_id for t in run_traces(store["experiment"],
+                                                              run.info.run_id)) == sorted(ids)
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    files = (tmp_path / "mlruns").as_uri()
+    assert not traces.batch_writes(TracingClient(files).store)
+    client = mlflow.MlflowClient(files)
+    experiment = client.create_experiment("files")
+    run_id = client.create_run(experiment).info.run_id
+    ids = traces.write_traces(built, run_id, files)
+    mlflow.set_tracking_uri(files)
+    try:
+        assert len(ids) == 3 and len(run_traces(experiment, run_id)) == 3
+    finally:
+        mlflow.set_tracking_uri(store_uri(store["project"]))
 
 
 def test_tracing_opens_no_socket_even_with_an_otlp_endpoint_set(store, monkeypatch):

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from heldout.custody.guard import LEDGER
+from heldout.custody.store import ledger_text
 
 ANCHOR_COMMAND = f'git add {LEDGER.as_posix()} && git commit -m "test access"'
 _GIT_TIMEOUT_S = 60
@@ -98,7 +99,7 @@ def _ranges(numbers: list[int]) -> str:
 def anchor_ledger(root: Path, path: Path = LEDGER) -> Anchor:
     """Check the ledger at `root / path` against every version git's history of HEAD holds."""
     file = root / path
-    current = file.read_text(encoding="utf-8") if file.is_file() else ""
+    current = ledger_text(file) if file.is_file() else ""
     versions, unavailable = committed_versions(root, path)
     anchor = check_anchor(current, versions, path)
     anchor.unavailable = unavailable
@@ -171,7 +172,7 @@ def _git(root: Path, *args: str) -> subprocess.CompletedProcess[str] | None:
     try:
         return subprocess.run(["git", "--no-replace-objects", *args], cwd=root, env=environment,
                               capture_output=True, text=True, encoding="utf-8",
-                              errors="replace", timeout=_GIT_TIMEOUT_S)
+                              errors="surrogateescape", timeout=_GIT_TIMEOUT_S)
     except (OSError, subprocess.SubprocessError):
         return None
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from heldout.custody.anchor import Anchor, anchor_ledger
+from heldout.custody.export import witness
 from heldout.custody.guard import LEDGER, stamp
 from heldout.custody.keys import KeyRing, TestKey, TestKeyError, load_keys
 from heldout.custody.ledger import (
@@ -86,16 +87,16 @@ class AuditResult:
 
 def audit_project(root: Path, runs: list[TestAccessRun]) -> AuditResult:
     """The audit of the project at `root`: its ledger, the keys this process holds, git."""
-    path = root / LEDGER
-    text = path.read_text(encoding="utf-8") if path.is_file() else None
     try:
         ring, key_error = load_keys(), ""
     except TestKeyError as error:
         ring, key_error = None, str(error)
-    result = audit(text, runs, ring=ring, key_error=key_error, anchor=anchor_ledger(root))
+    seen = witness(root, ring)  # the ledger store's lines; its export and git checked against them
+    result = audit(seen.text, runs, ring=ring, key_error=key_error, anchor=anchor_ledger(root))
     result.scope = (f"read: {len(runs)} MLflow run(s) that touched the test split, from every "
                     "experiment of the store (deleted ones included); git history with replace "
                     "objects ignored")
+    seen.add_to(result)
     return result
 
 
@@ -127,7 +128,8 @@ def audit(text: str | None, runs: list[TestAccessRun], *, ring: KeyRing | None,
     opened = {e["test_version"] for e in whole if e["outcome"] == "opened"}
     result.models_per_test_version = {str(v): models_evaluated(whole, v) for v in opened}
     result.accesses = [e for e in entries
-                       if e.get("outcome") in (*OPENING, *UNAUTHENTICATED_OUTCOMES, "aborted")]
+                       if e.get("outcome") in (*OPENING, *UNAUTHENTICATED_OUTCOMES, "aborted",
+                                                "resolved")]
     return result
 
 
@@ -169,6 +171,8 @@ def _cross_check(entries: list[dict[str, Any]], runs: list[TestAccessRun],
 
 
 def _run_problems(run: TestAccessRun, lines: list[dict[str, Any]]) -> list[str]:
+    if any(line.get("outcome") == "resolved" for line in lines):
+        return []  # a person's resolution, MAC'd and listed with the accesses, is its record
     problems = []
     if run.lifecycle_stage != "active":
         how = " (its experiment was deleted)" if run.lifecycle_stage == DELETED_WITH_EXPERIMENT \
@@ -246,6 +250,29 @@ def open_accesses(entries: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         elif access_id and entry.get("outcome") in ENDING:
             still_open.pop(access_id, None)
     return still_open
+
+
+def resolve_run(path: Path, run: TestAccessRun, reason: str, key: TestKey) -> dict[str, Any]:
+    """Record a person's resolution of an orphan run: one that touched the test split (or is
+    tagged so) while no ledger line names it, left by heldout before every attempt was either
+    ledgered or untagged. A "resolved" line, MAC'd under `key`, names the run and the reason; a
+    run a ledger line already names is no orphan and is refused."""
+    reason = reason.strip()
+    if not reason:
+        raise LedgerError("a resolution needs a reason (--reason \"…\"): it is recorded in the "
+                          "ledger for every later reader")
+
+    def resolved(entries: list[dict[str, Any]]) -> dict[str, Any]:
+        named = [e.get("seq") for e in entries if e.get("mlflow_run_id") == run.run_id]
+        if named:
+            raise LedgerError(f"MLflow run {run.run_id} is named by ledger line(s) "
+                              f"{', '.join(map(str, named))}: it is no orphan, and what the "
+                              "audit says of it stands")
+        return {**stamp(), "outcome": "resolved", "mlflow_run_id": run.run_id,
+                "run_status": run.status, "run_lifecycle": run.lifecycle_stage,
+                "found_by": run.found_by(), "reason": reason, "result_digest": None}
+
+    return append(path, resolved, key)
 
 
 def abort_access(path: Path, access_id: str, reason: str, key: TestKey) -> dict[str, Any]:

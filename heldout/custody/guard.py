@@ -46,9 +46,14 @@ _stage_run_id: str | None = None
 
 
 class TestSetAccessError(HeldoutError):
-    """An attempt to open the test split that the protocol does not allow."""
+    """An attempt to open the test split that the protocol does not allow. `recorded` says
+    whether a ledger line holds it (a refusal), or nothing was written (a missing file)."""
 
     __test__ = False  # a name pytest would otherwise try to collect
+
+    def __init__(self, message: str, *, recorded: bool = False):
+        super().__init__(message)
+        self.recorded = recorded
 
 
 def stamp() -> dict[str, Any]:
@@ -248,7 +253,8 @@ def record_refusal(ledger: Path, why: str, fields: dict[str, Any]) -> None:
     empty = {"access_id": None, "result_digest": None, "mlflow_run_id": _stage_run_id,
              "git_commit": None, "selection_digest": None}
     entry = append(ledger, {**empty, **fields, **stamp(), "outcome": "refused", "reason": why})
-    raise TestSetAccessError(f"refused: {why}. (Recorded as line {entry['seq']} of {ledger}.)")
+    raise TestSetAccessError(f"refused: {why}. (Recorded as line {entry['seq']} of {ledger}.)",
+                             recorded=True)
 
 
 @contextmanager

@@ -14,11 +14,14 @@ still verify the ledger lines written under them), else the user's own key file
 
 from __future__ import annotations
 
+import getpass
 import hashlib
 import hmac
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Protocol
 
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from pydantic import BaseModel, ConfigDict, field_validator
@@ -122,11 +125,22 @@ def _is_hex_key(text: str) -> bool:
 
 
 class CustodyConfig(BaseModel):
-    """`params.custody`: the public half of the key the test split is sealed for."""
+    """`params.custody`: the public half of the key the test split is sealed for, and the
+    ledger store (heldout.custody.store; empty: the embedded SQLite file)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     public_key: str = ""
+    ledger_url: str = ""
+
+    @field_validator("ledger_url")
+    @classmethod
+    def _store(cls, value: str) -> str:
+        value = value.strip()
+        if value and not value.startswith(("postgresql://", "postgres://", "sqlite:///")):
+            raise ValueError("postgresql://user@host/database (the team's ledger), "
+                             "sqlite:///path, or empty for the embedded store")
+        return value
 
     @field_validator("public_key")
     @classmethod
@@ -159,3 +173,111 @@ def opening_key(config: CustodyConfig) -> TestKey:
             f"the test split is sealed for test key {wanted}, and {ring.source} holds "
             f"{', '.join(key.key_id for key in ring.keys)}: set {KEY_ENV} to the matching key")
     return found
+
+
+# --- the team key: once named, the only key the split is sealed for and the test opens with ---
+
+
+class TeamKeyError(TestKeyError):
+    """A key that is not the team's, where a team key is named."""
+
+
+class TeamStore(Protocol):
+    """What the team-key rules need of the ledger store (heldout.custody.ledger.LedgerStore)."""
+
+    where: str
+
+    def team_keys(self) -> list[str]: ...
+
+    def name_team_key(self, public_hex: str, by: str) -> bool: ...
+
+    def refuse(self, why: str, fields: dict[str, Any] | None = None) -> dict[str, Any]: ...
+
+
+def _team_key(where: TeamStore | CustodyConfig | Mapping[str, Any]) -> tuple[str | None, str]:
+    """The team's current public key (hex) and who names it, or None when none is named."""
+    if isinstance(where, CustodyConfig | Mapping):
+        config = where if isinstance(where, CustodyConfig) else CustodyConfig(
+            **(where.get("custody") or {}))
+        return config.public_key or None, "params.custody.public_key"
+    named = where.team_keys()
+    return (named[-1] if named else None), f"the ledger store {where.where}"
+
+
+def require_team_key(where: TeamStore | CustodyConfig | Mapping[str, Any],
+                     key: TestKey) -> TestKey:
+    """`key`, if it is the team's, or no team key is named; else TeamKeyError. `where` is the
+    ledger store (its record of the team key; a refusal is written to it as a `refused` line)
+    or the params (a mapping, or CustodyConfig: params.custody.public_key)."""
+    team, named_by = _team_key(where)
+    if team is None or key.public.hex() == team:
+        return key
+    why = (f"test key {key.key_id} is not the team key {key_id(bytes.fromhex(team))} named in "
+           f"{named_by}: the test split opens only with the team key (set {KEY_ENV} to it; "
+           "docs/stages.md: 'The team key')")
+    if isinstance(where, CustodyConfig | Mapping):
+        raise TeamKeyError(why)
+    line = where.refuse(why, {"test_version": None, "candidate": None, "base": None,
+                              "harness": None, "access_id": None, "result_digest": None,
+                              "mlflow_run_id": None, "foreign_key_id": key.key_id})
+    raise TeamKeyError(f"refused: {why} (recorded as ledger line {line['seq']})")
+
+
+def team_sealing_key(store: TeamStore, config: CustodyConfig) -> tuple[bytes, str | None]:
+    """The public key `split` seals for. Once a team key is named (in the store, or in
+    params.custody.public_key, which the store then records as the team's), no other: empty
+    params seal for the store's team key; params naming another key are refused, unless this
+    shell holds the team key (a rotation, as documented: HELDOUT_TEST_KEY=NEW,OLD)."""
+    team = (store.team_keys() or [None])[-1]
+    if team is not None and not config.public_key:
+        return bytes.fromhex(team), (f"sealed for the team key {key_id(bytes.fromhex(team))} "
+                                     f"named in {store.where}")
+    public, note = sealing_key(config)
+    if public.hex() == team:
+        return public, note
+    if team is None:
+        if config.public_key and store.name_team_key(public.hex(), _who()):
+            note = f"named test key {key_id(public)} the team key in {store.where}"
+        return public, note
+    if _holds(team):
+        store.name_team_key(public.hex(), _who())
+        return public, (f"rotated the team key in {store.where} from "
+                        f"{key_id(bytes.fromhex(team))} to {key_id(public)}")
+    raise TeamKeyError(
+        f"refused: params.custody.public_key is test key {key_id(public)}, and the team key "
+        f"named in {store.where} is {key_id(bytes.fromhex(team))}: the split is sealed only for "
+        f"the team key. Set custody.public_key to {team} (heldout key --team prints it), or "
+        "rotate the key holding the team key (docs/stages.md: 'Rotating the key')")
+
+
+def name_team_key(store: TeamStore) -> tuple[TestKey, str]:
+    """`heldout key --team`: record this shell's current key as the team key in the store, if
+    none is named, it already is, or this shell holds the named one (a rotation); returns the
+    key and what happened."""
+    ring = load_keys()
+    key, team = ring.current, (store.team_keys() or [None])[-1]
+    if team == key.public.hex():
+        return key, f"test key {key.key_id} is the team key named in {store.where}"
+    if team is not None and not _holds(team, ring):
+        raise TeamKeyError(
+            f"the team key named in {store.where} is {key_id(bytes.fromhex(team))}, and this "
+            f"shell holds {', '.join(k.key_id for k in ring.keys)}: only its holder can rotate "
+            f"it ({KEY_ENV}=NEW,OLD)")
+    store.name_team_key(key.public.hex(), _who())
+    how = "named" if team is None else f"rotated from {key_id(bytes.fromhex(team))} to"
+    return key, f"{how} test key {key.key_id} as the team key in {store.where}"
+
+
+def _holds(public_hex: str, ring: KeyRing | None = None) -> bool:
+    try:
+        ring = ring or load_keys()
+    except TestKeyError:
+        return False
+    return ring.by_id(key_id(bytes.fromhex(public_hex))) is not None
+
+
+def _who() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return str(os.getuid())

@@ -8,26 +8,38 @@ Only a refused attempt may be written without it, because the stage that is refu
 in a stage without the key) must still be able to say so; such a line grants nothing, and once
 a keyed line follows it, the chain pins it too.
 
-Appends happen under a file lock: two processes cannot interleave lines or fork the chain.
+The lines live in the ledger store (heldout.custody.store: SQLite in the embedded default, the
+team's PostgreSQL when params.custody.ledger_url names it); each append is one transaction that
+reads the chain head and writes the next line, so no two writers on any machine interleave lines,
+fork the chain or open one access twice. `ledger/test_access.jsonl` is the store's export, for
+git (heldout.custody.export).
 """
 
 from __future__ import annotations
 
+import getpass
 import hmac
-import json
+import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock
-
-from heldout.canonical import canonical_json, sha256_hex
+from heldout.canonical import canonical_json, is_safe_text, sha256_hex
 from heldout.custody.keys import KeyRing, TestKey, TestKeyError, load_keys
+from heldout.custody.store import (
+    GENESIS,
+    AccessAlreadyOpened,
+    LineStore,
+    ledger_text,
+    open_line_store,
+    store_for_export,
+)
 from heldout.errors import HeldoutError
+from heldout.json_lines import LineError, loads_line
 
-GENESIS = "0" * 64
-OUTCOMES = ("opened", "resumed", "refused", "closed", "aborted")
+OUTCOMES = ("opened", "resumed", "refused", "closed", "aborted", "resolved")
 UNAUTHENTICATED_OUTCOMES = ("refused",)
 _UNHASHED = ("hash", "mac")
 _MAC_PURPOSE = "ledger"
@@ -48,9 +60,9 @@ def line_mac(key: TestKey, chain_hash: str) -> str:
 
 
 def read_ledger(path: Path) -> list[dict[str, Any]]:
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    """The lines of the ledger whose export is `path`, from its store (which adopts a committed
+    export it does not hold yet)."""
+    return LedgerStore.for_export(path).lines()
 
 
 def parsed_lines(text: str) -> list[dict[str, Any]]:
@@ -59,8 +71,8 @@ def parsed_lines(text: str) -> list[dict[str, Any]]:
     entries = []
     for line in text.splitlines():
         try:
-            entry = json.loads(line)
-        except json.JSONDecodeError:
+            entry = loads_line(line) if is_safe_text(line) else None
+        except LineError:  # not JSON, nested 100,000 deep, a 5,000-digit number: skipped
             continue
         if isinstance(entry, dict):
             entries.append(entry)
@@ -69,34 +81,155 @@ def parsed_lines(text: str) -> list[dict[str, Any]]:
 
 def append(path: Path, fields: dict[str, Any] | Callable[[list[dict[str, Any]]], dict[str, Any]],
            key: TestKey | None = None) -> dict[str, Any]:
-    """Append one entry, chained to the last and MAC'd under `key` (else the current key of
-    `load_keys()`, if there is one); returns it. Without a key only a refused attempt can be
-    written: anything else raises TestKeyError. `fields` may be a function of the entries, called
-    under the file lock, so a line decided on them (is this access still open?) cannot race
-    another writer; it raises to write nothing."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(path) + ".lock"):
-        entries = read_ledger(path)
-        if callable(fields):
-            fields = fields(entries)
-        if fields.get("outcome") not in OUTCOMES:
-            raise LedgerError(f"outcome {fields.get('outcome')!r} is not one of "
-                              f"{', '.join(OUTCOMES)}")
-        if key is None:
-            key = _available_key(fields.get("outcome"))
-        last = entries[-1] if entries else None
-        entry = {
-            **fields,
-            "seq": (last["seq"] + 1) if last else 1,
-            "prev_hash": last["hash"] if last else GENESIS,
-            "key_id": key.key_id if key else None,
-        }
-        entry["hash"] = line_hash(entry)
-        entry["mac"] = line_mac(key, entry["hash"]) if key else None
-        with path.open("a", encoding="utf-8") as ledger:
-            ledger.write(canonical_json(entry) + "\n")
-            ledger.flush()
+    """Append one entry to the ledger whose export is `path` (LedgerStore.append)."""
+    return LedgerStore.for_export(path).append(fields, key)
+
+
+class AccessRefused(LedgerError):
+    """An `opened` line the store refused (the access key was already opened, on this machine
+    or another): a `refused` line was written instead; `line` is it."""
+
+    recorded = True
+
+    def __init__(self, message: str, line: dict[str, Any]):
+        super().__init__(message)
+        self.line = line
+
+
+Fields = dict[str, Any] | Callable[[list[dict[str, Any]]], dict[str, Any]]
+
+
+class LedgerStore:
+    """The ledger: its lines in a store (heldout.custody.store), each chained and MAC'd here."""
+
+    def __init__(self, store: LineStore):
+        self.store = store
+        self.where = store.where
+        self.export = store.export
+        store.adopt(_export_texts(store.export), _adoptable)
+
+    @classmethod
+    def open(cls, root: Path, url: str | None = None) -> LedgerStore:
+        """The ledger of the project at `root`: `url`, else params.custody.ledger_url, else
+        the embedded SQLite store."""
+        return cls(open_line_store(root, url))
+
+    @classmethod
+    def for_export(cls, path: Path) -> LedgerStore:
+        return cls(store_for_export(path))
+
+    def lines(self) -> list[dict[str, Any]]:
+        return self.store.lines()
+
+    def texts(self) -> list[str]:
+        return self.store.texts()
+
+    def append(self, fields: Fields, key: TestKey | None = None) -> dict[str, Any]:
+        """Append one entry, chained to the last and MAC'd under `key` (else the current key of
+        `load_keys()`, if there is one); returns it. Without a key only a refused attempt can be
+        written: anything else raises TestKeyError. `fields` may be a function of the entries,
+        called inside the store's transaction, so a line decided on them (is this access still
+        open?) cannot race another writer on any machine; it raises to write nothing. An
+        `opened` line is an open_access: a second one for the same access id is refused."""
+        return self.open_access(fields, key)
+
+    def open_access(self, fields: Fields, key: TestKey | None = None,
+                    check: Callable[[list[dict[str, Any]]], str | None] | None = None
+                    ) -> dict[str, Any]:
+        """Write an `opened` line for `fields["access_id"]` unless the store already holds
+        one, or `check(entries)`, called inside the transaction, gives a reason not to: then
+        a `refused` line with that reason is written and AccessRefused raised. Any other
+        outcome is appended as it is."""
+        refusal: dict[str, str] = {}
+
+        def build(entries: list[dict[str, Any]]) -> dict[str, Any]:
+            chosen = fields(entries) if callable(fields) else fields
+            why = _why_not_open(chosen, entries, check)
+            if why:
+                refusal["why"] = why
+                chosen = {**chosen, "outcome": "refused", "reason": why}
+            return _next_line(entries, chosen, key)
+
+        try:
+            line = self.store.transact(build, canonical_json)
+        except AccessAlreadyOpened as taken:  # another writer won; the constraint says so
+            why = refusal["why"] = str(taken)
+            line = self.store.transact(lambda entries: _next_line(
+                entries, {**(fields(entries) if callable(fields) else fields),
+                          "outcome": "refused", "reason": why}, key), canonical_json)
+        if refusal:
+            raise AccessRefused(f"refused: {refusal['why']} (recorded as ledger line "
+                                f"{line['seq']} in {self.where})", line)
+        return line
+
+    def refuse(self, why: str, fields: dict[str, Any] | None = None,
+               key: TestKey | None = None) -> dict[str, Any]:
+        """Record a refused attempt, unauthenticated without `key` (never MAC'd under a key
+        this shell happens to hold: that key may be the very one refused); returns the line."""
+        stamp = {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "user": _user()}
+        fields = {**stamp, **(fields or {}), "outcome": "refused", "reason": why}
+        return self.store.transact(lambda entries: _next_line(entries, fields, key,
+                                                              anonymous=key is None),
+                                   canonical_json)
+
+    def team_keys(self) -> list[str]:
+        return self.store.team_keys()
+
+    def name_team_key(self, public_hex: str, by: str) -> bool:
+        return self.store.name_team_key(public_hex, by)
+
+
+def _why_not_open(fields: dict[str, Any], entries: list[dict[str, Any]],
+                  check: Callable[[list[dict[str, Any]]], str | None] | None) -> str | None:
+    if fields.get("outcome") != "opened":
+        return None
+    access_id = fields.get("access_id")
+    prior = next((e for e in entries if e.get("outcome") == "opened" and access_id
+                  and e.get("access_id") == access_id), None)
+    if prior is not None:
+        return (f"access {access_id} was already opened by ledger line {prior.get('seq')} "
+                f"({prior.get('time')}, by {prior.get('user')}, MLflow run "
+                f"{prior.get('mlflow_run_id')}): one access key opens once, on every machine")
+    return check(entries) if check else None
+
+
+def _next_line(entries: list[dict[str, Any]], fields: dict[str, Any], key: TestKey | None,
+               anonymous: bool = False) -> dict[str, Any]:
+    if fields.get("outcome") not in OUTCOMES:
+        raise LedgerError(f"outcome {fields.get('outcome')!r} is not one of "
+                          f"{', '.join(OUTCOMES)}")
+    if key is None and not anonymous:
+        key = _available_key(fields.get("outcome"))
+    last = entries[-1] if entries else None
+    entry = {
+        **fields,
+        "seq": (last["seq"] + 1) if last else 1,
+        "prev_hash": last["hash"] if last else GENESIS,
+        "key_id": key.key_id if key else None,
+    }
+    entry["hash"] = line_hash(entry)
+    entry["mac"] = line_mac(key, entry["hash"]) if key else None
     return entry
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return str(os.getuid())
+
+
+def _export_texts(path: Path) -> list[str]:
+    try:
+        return [line for line in ledger_text(path).splitlines() if line]
+    except FileNotFoundError:
+        return []
+
+
+def _adoptable(texts: list[str]) -> str | None:
+    """Why an export's lines cannot be adopted as they are (their MACs are the audit's)."""
+    broken = verify_text("".join(text + "\n" for text in texts), None)
+    return f"line {broken.line}: {broken.reason}" if broken else None
 
 
 def _available_key(outcome: Any) -> TestKey | None:
@@ -118,16 +251,18 @@ class ChainBreak:
 def verify_chain(path: Path, ring: KeyRing | None) -> ChainBreak | None:
     """The first line where the chain or its MACs break, or None when both hold. Without a
     ring the MACs are not checked (the audit says so); a missing MAC still is."""
-    return verify_text(path.read_text(encoding="utf-8"), ring)
+    return verify_text(ledger_text(path), ring)
 
 
 def verify_text(text: str, ring: KeyRing | None) -> ChainBreak | None:
     previous = GENESIS
     for number, raw in enumerate(text.splitlines(), start=1):
+        if not is_safe_text(raw):
+            return ChainBreak(number, "not UTF-8 text: a byte no UTF-8 writer wrote")
         try:
-            entry = json.loads(raw)
-        except json.JSONDecodeError:
-            return ChainBreak(number, "not JSON")
+            entry = loads_line(raw)
+        except LineError as error:  # nested 100,000 deep, a 5,000-digit number: no crash
+            return ChainBreak(number, str(error))
         if not isinstance(entry, dict):
             return ChainBreak(number, "not a JSON object")
         reason = _chain_reason(entry, number, previous) or _mac_reason(entry, ring)

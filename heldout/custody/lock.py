@@ -107,6 +107,7 @@ class TestLock:
                         "mlflow_run_id": mlflow_run_id,
                         "mlflow_experiment_id": mlflow_experiment_id}
         self.outcome = ""
+        self.recorded = False  # whether a ledger line names this attempt yet
         self._tasks: list[Task] = []
         self._open = ExitStack()  # holds the permission to open while the lock is open
 
@@ -129,7 +130,9 @@ class TestLock:
             why = self._why_refused(earlier, entries)
             if why:
                 append(self.ledger, self._entry("refused", reason=why), key=self.test_key)
-                raise TestSetAccessError(f"refused: {why}. Every look at a test set spends it.")
+                self.recorded = True
+                raise TestSetAccessError(f"refused: {why}. Every look at a test set spends it.",
+                                         recorded=True)
             outcome = "opened"
             if not earlier:
                 self.reason = ""  # the first look needs no reason and spends none
@@ -139,7 +142,7 @@ class TestLock:
         with opening(self.key.access_id):
             self._tasks = self._unseal()
         append(self.ledger, self._entry(outcome), key=self.test_key)
-        self.outcome = outcome
+        self.outcome, self.recorded = outcome, True
         self._open.enter_context(opening(self.key.access_id))
         return self
 

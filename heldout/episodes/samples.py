@@ -14,8 +14,8 @@ a file scored under other limits is refused by `heldout compare` as a harness mi
 from __future__ import annotations
 
 import gzip
-import json
 import math
+import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +27,9 @@ from heldout.agents.canaries import BlindAgent
 from heldout.canonical import content_digest, safe_strings, sha256_hex
 from heldout.episodes.harness import EXECUTION_ONLY
 from heldout.episodes.judge import score_many
+from heldout.episodes.rows import INT64_MAX
 from heldout.errors import InputFileError, Problem
+from heldout.json_lines import LineError, read_line
 from heldout.sandbox.config import SandboxConfig
 from heldout.sandbox.protocol import ExecResult, Sandbox
 from heldout.tasks.kinds import task_kind
@@ -88,19 +90,22 @@ def passed_flag(value: Any) -> bool | None:
 def describe_value(value: Any) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "null"
-    return f"{value!r} ({type(value).__name__})"
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**30:
+        return f"an integer of {len(str(abs(value)))} digits"
+    shown = repr(value)
+    return f"{shown if len(shown) <= 60 else shown[:57] + '...'} ({type(value).__name__})"
 
 
-def _read_lines(path: Path) -> list[str]:
+def _read_lines(path: Path) -> list[bytes]:
     if not path.is_file():
         raise InputFileError(path, [Problem(None, None, "no such file")])
     try:
         data = path.read_bytes()
         if path.name.lower().endswith(".gz"):
             data = gzip.decompress(data)
-        return data.decode("utf-8").removeprefix("\ufeff").split("\n")
-    except (OSError, EOFError, UnicodeDecodeError) as error:
+    except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as error:
         raise InputFileError(path, [Problem(None, None, f"not readable: {error}")]) from None
+    return data.removeprefix(b"\xef\xbb\xbf").split(b"\n")
 
 
 def read_samples(
@@ -115,14 +120,13 @@ def read_samples(
     problems: list[Problem] = []
     first_line: dict[tuple[str, int], int] = {}
     next_sample: dict[str, int] = {}
-    for number, text in enumerate(_read_lines(path), start=1):
-        if not text.strip():
+    for number, raw in enumerate(_read_lines(path), start=1):
+        if not raw.strip():
             continue
-        try:
-            record = json.loads(text)
-        except json.JSONDecodeError as error:
-            problems.append(Problem(number, None, f"not JSON ({error.msg} at column "
-                                                  f"{error.colno})"))
+        try:  # invalid UTF-8, nesting past 64 levels, a 5000-digit number: a problem, no crash
+            record = read_line(raw)
+        except LineError as error:
+            problems.append(Problem(number, None, str(error)))
             continue
         if not isinstance(record, dict):
             problems.append(Problem(number, None, f"not a JSON object; expected {SAMPLE_SHAPE}"))
@@ -177,9 +181,9 @@ def _check_record(record: dict, number: int) -> list[Problem]:
                 "holds a lone surrogate (an unpaired \\ud800-\\udfff escape): not text")))
     sample = record.get("sample")
     if "sample" in record and (not isinstance(sample, int) or isinstance(sample, bool)
-                               or sample < 0):
+                               or not 0 <= sample <= INT64_MAX):  # a row's sample is int64
         problems.append(Problem(number, "sample", (
-            f"must be a whole number ≥ 0, not {describe_value(sample)}")))
+            f"must be a whole number ≥ 0 (at most 2**63 - 1), not {describe_value(sample)}")))
     return problems
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +25,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from heldout.errors import InputFileError, Problem
+from heldout.json_lines import MAX_INT_DIGITS, LineError, decode_line, nesting
 from heldout.tasks.kinds import DEFAULT_KIND, TASK_KINDS
 from heldout.tasks.public_tests import read_public_tests
 from heldout.tasks.record import MAX_DEPTH, NonBlank, Task, text_problem
@@ -118,16 +118,9 @@ _SCHEMA_HINT = (
 def _parse_line(raw: bytes, number: int) -> Task | list[Problem] | None:
     """A Task, the problems of the line, or None for a blank line."""
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        return [
-            Problem(
-                number,
-                None,
-                f"not UTF-8: byte 0x{raw[error.start]:02x} at column {error.start + 1}; "
-                "save the file as UTF-8",
-            )
-        ]
+        text = decode_line(raw)
+    except LineError as error:
+        return [Problem(number, None, str(error))]
     if not text.strip():
         return None
     too_deep = _depth_problem(text, number)
@@ -159,10 +152,6 @@ def _parse_line(raw: bytes, number: int) -> Task | list[Problem] | None:
 
 # --- checks on the JSON itself, before the record's ----------------------------------------
 
-_TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}:]')
-MAX_INT_DIGITS = 4000
-
-
 @dataclass(frozen=True)
 class _Refused:
     """A number heldout refuses, left in the parsed value for the data check to report."""
@@ -192,31 +181,11 @@ def _int(literal: str) -> int | _Refused:
 def _depth_problem(text: str, number: int) -> Problem | None:
     """The line nested deeper than MAX_DEPTH, counted on the text (no recursion), named by the
     record's field that holds the deep part."""
-    if text.count("[") + text.count("{") <= MAX_DEPTH:
+    deep, key = nesting(text, MAX_DEPTH)
+    if not deep:
         return None
-    depth, key, last = 0, None, None
-    for match in _TOKENS.finditer(text):
-        token = match.group()
-        if token in ("[", "{"):
-            depth += 1
-            if depth > MAX_DEPTH:
-                return Problem(number, key, f"nested deeper than {MAX_DEPTH} levels of arrays "
-                                            "and objects")
-        elif token in ("]", "}"):
-            depth -= 1
-        elif token == ":":
-            if depth == 1 and last is not None:
-                key = _display(_string(last))
-        else:
-            last = token if depth == 1 else None
-    return None
-
-
-def _string(token: str) -> str:
-    try:
-        return json.loads(token)
-    except ValueError:
-        return token[1:-1]
+    return Problem(number, None if key is None else _display(key),
+                   f"nested deeper than {MAX_DEPTH} levels of arrays and objects")
 
 
 def _data_problems(record: dict[str, Any], number: int) -> tuple[list[Problem], list[tuple]]:

@@ -1,0 +1,62 @@
+"""The options of `heldout score` and `heldout compare` (flows/samples_cli.py, flows/cli.py),
+each checked as the command line is read: a value no program could be judged under is one line
+naming the option, exit 2 (flows/usage.py), never a traceback from deep in the sandbox."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+MAX_TIMEOUT_S = 3600.0  # one program's time limit, at most an hour
+MAX_MEMORY_MB = 2**20  # one program's memory, at most 1 TiB
+MAX_WORKERS = 1024
+MAX_K = 10**6  # the largest k of pass@k and pass^k
+
+TasksOption = Annotated[str | None, typer.Option(
+    "--tasks", help="The tasks the samples answer: 'humaneval' or a JSONL task file "
+                    "(needed for samples files).")]
+SandboxOption = Annotated[str, typer.Option(
+    "--sandbox", help="Sandbox backend that judges the samples: subprocess or docker.")]
+
+
+def seconds(value: float | None) -> float | None:
+    """`--timeout-s`: a finite number of seconds, more than 0 and at most MAX_TIMEOUT_S."""
+    if value is not None and not 0 < value <= MAX_TIMEOUT_S:  # NaN fails both comparisons
+        raise typer.BadParameter(f"{value:g} is not a number of seconds in (0, "
+                                 f"{MAX_TIMEOUT_S:g}]")
+    return value
+
+
+TimeoutOption = Annotated[float | None, typer.Option(
+    "--timeout-s", callback=seconds,
+    help=f"Seconds per program, more than 0 and at most {MAX_TIMEOUT_S:g} (default: the "
+         "harness default, 10).")]
+MemoryOption = Annotated[int | None, typer.Option(
+    "--memory-mb", min=64, max=MAX_MEMORY_MB,
+    help="Memory per program, 64 MB or more (default: the harness default, 512).")]
+WorkersOption = Annotated[int | None, typer.Option(
+    "--workers", min=1, max=MAX_WORKERS,
+    help="Programs judged at once (default: the harness default, 2); not part of the "
+         "fingerprint.")]
+MlflowOption = Annotated[bool, typer.Option(
+    "--mlflow", help="Log an MLflow run (params, metrics, summaries and files as artifacts).")]
+CanariesOption = Annotated[bool, typer.Option(
+    "--canaries/--no-canaries", help="Check the sandbox first: the references must pass the "
+                                     "tasks used, a do-nothing answer none (a warning if not).")]
+
+
+
+def parse_ks(text: str | None) -> list[int] | None:
+    """`--ks`: whole numbers from 1 to MAX_K, comma-separated."""
+    if not text:
+        return None
+    shown = repr(text) if len(text) <= 60 else repr(text[:57]) + "..."
+    parts = [part.strip() for part in text.split(",") if part.strip()]
+    if not all(part.isdecimal() and part.isascii() and len(part) <= 7 for part in parts):
+        raise typer.BadParameter(f"{shown}: expected whole numbers from 1 to {MAX_K}, e.g. "
+                                 "1,10,100")
+    ks = sorted({int(part) for part in parts})
+    if not ks or not 1 <= ks[0] <= ks[-1] <= MAX_K:
+        raise typer.BadParameter(f"{shown}: each k must be from 1 to {MAX_K}")
+    return ks
