@@ -50,6 +50,14 @@ def untrusted_environment(environment: Mapping[str, str] | None = None) -> dict[
     return {name: value for name, value in source.items() if name != TEST_KEY_ENV}
 
 
+def secret_paths() -> list[Path]:
+    """Where heldout's secrets are read from: the user's heldout folder (the test key, the
+    episode cache's key) and any key file HELDOUT_TEST_KEY names; what no agent may read."""
+    named = (Path(entry.strip()).expanduser() for entry in
+             os.environ.get(TEST_KEY_ENV, "").split(",") if entry.strip())
+    return [user_config_dir(), *(path for path in named if path.exists())]
+
+
 def user_config_dir() -> Path:
     """The user's own heldout folder, outside every project: where the secrets live (the test
     key, the episode cache's key), so nothing that can write a project folder can read them."""

@@ -19,6 +19,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from heldout.agents.confinement import confined
 from heldout.agents.process_tree import POLL_S, ProcessTree
 from heldout.agents.protocol import (
     AgentContext,
@@ -62,9 +63,11 @@ class CommandAgent(_Command):
         limit = min(self.timeout_s, max(deadline_s, 0.0))
         tree = ProcessTree()  # every process it starts, killed when the call ends
         try:
+            argv, environment = confined(self.argv, self.cwd)
             process = subprocess.Popen(
-                self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                text=True, cwd=self.cwd, start_new_session=True, preexec_fn=tree.preexec())
+                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                text=True, cwd=self.cwd, env=environment, start_new_session=True,
+                preexec_fn=tree.preexec())
         except (OSError, subprocess.SubprocessError) as error:
             tree.kill()
             raise AgentError(f"{self.argv[0]}: cannot run: {error}") from None

@@ -28,6 +28,7 @@ import time
 from collections.abc import Generator
 from typing import Any
 
+from heldout.agents.confinement import confined
 from heldout.agents.process_tree import ProcessTree
 from heldout.agents.protocol import Action, Observation, action_from_message, observation_message
 from heldout.errors import AgentError
@@ -90,9 +91,11 @@ class ProcessSession:
         self.turn_timeout_s = turn_timeout_s
         self.tree = ProcessTree()
         try:
+            confined_argv, environment = confined(argv, cwd)
             self.process = subprocess.Popen(
-                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                cwd=cwd, bufsize=0, start_new_session=True, preexec_fn=self.tree.preexec())
+                confined_argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, cwd=cwd, env=environment, bufsize=0,
+                start_new_session=True, preexec_fn=self.tree.preexec())
         except (OSError, subprocess.SubprocessError) as error:
             self.tree.kill()
             raise AgentError(f"{self.name}: cannot run: {error}") from None
