@@ -25,7 +25,14 @@ from heldout.custody.ledger import (
     read_ledger,
     verify_chain,
 )
-from heldout.custody.store import EMBEDDED, EXPORT, AccessAlreadyOpened
+from heldout.custody.store import (
+    EMBEDDED,
+    EXPORT,
+    AccessAlreadyOpened,
+    StoreError,
+    open_line_store,
+    tracking_database,
+)
 from tests.conftest import copy_project
 from tests.ledger_tools import replace_store_lines, store_texts
 from tests.postgres import postgres_server
@@ -283,3 +290,22 @@ def test_append_latency_sqlite_and_postgresql(clones: list[Path], tmp_path: Path
         print(f"\nledger append, median of 40 (export rewritten each time): SQLite "
               f"{sqlite * 1000:.1f} ms, PostgreSQL {postgres * 1000:.1f} ms")
     assert sqlite < 1 and postgres < 1
+
+
+@pytest.mark.parametrize("uri, expected", [
+    ("postgresql+psycopg://team@db.internal:5432/mlflow", "postgresql://team@db.internal:5432/mlflow"),
+    ("postgresql://team@db/mlflow", "postgresql://team@db/mlflow"),
+    ("http://127.0.0.1:5000", ""),
+    ("sqlite:///mlflow.db", ""),
+    ("", ""),
+])
+def test_the_tracking_stores_postgresql_is_the_ledgers_when_params_name_none(uri, expected):
+    assert tracking_database({"MLFLOW_TRACKING_URI": uri}) == expected
+
+
+def test_params_ledger_url_wins_over_the_tracking_store(project: Path, monkeypatch):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "postgresql://nobody@127.0.0.1:1/none")
+    with pytest.raises(StoreError, match=r"postgresql://nobody@127\.0\.0\.1:1/none cannot be"):
+        open_line_store(project)  # the tracking store's database it is, and it is down
+    set_ledger_url(project, f"sqlite:///{project / 'elsewhere.sqlite'}")
+    assert open_line_store(project).where == f"sqlite:///{project / 'elsewhere.sqlite'}"

@@ -81,6 +81,27 @@ def test_another_candidate_is_refused_without_a_reason_and_counted_with_one(proj
     assert audit_of(project).ok
 
 
+def test_a_first_open_that_another_machine_beat_is_refused_in_the_stores_transaction(
+    project: Path, monkeypatch
+):
+    # This machine read the ledger before another machine's first open of the same test set
+    # (another access key) was written: the rule is decided again inside the store's
+    # transaction, so it is a refused line, not a second access without a reason.
+    test_stage.run(project)
+    set_params(project, "select", rule="last", final="base")
+    select.run(project)
+    from heldout.custody import lock
+
+    monkeypatch.setattr(lock, "read_ledger", lambda path: [])  # the view before the other's
+    with pytest.raises(TestSetAccessError, match=r"already opened .* access number 2") as raised:
+        test_stage.run(project)
+    assert raised.value.recorded
+    lines = ledger(project)
+    assert [e["outcome"] for e in lines] == ["opened", "closed", "refused"]
+    assert lines[-1]["candidate"] == "base"
+    assert audit_of(project).ok
+
+
 def test_reading_the_test_split_outside_the_lock_is_refused_or_useless(project: Path,
                                                                         monkeypatch):
     path = project / SEALED_TEST

@@ -32,7 +32,7 @@ from heldout.custody.guard import (
     stamp,
 )
 from heldout.custody.keys import TestKey, TestKeyError
-from heldout.custody.ledger import append, read_ledger
+from heldout.custody.ledger import AccessRefused, LedgerStore, append, read_ledger
 from heldout.custody.seal import SealBrokenError, WrongKeyError, unseal
 from heldout.tasks.record import Task
 from heldout.tasks.sources import load_jsonl_bytes
@@ -141,10 +141,30 @@ class TestLock:
         # error that leaves the ledger as it was, with no access to close.
         with opening(self.key.access_id):
             self._tasks = self._unseal()
-        append(self.ledger, self._entry(outcome), key=self.test_key)
+        if outcome == "opened":
+            self._open_in_store()
+        else:
+            append(self.ledger, self._entry(outcome), key=self.test_key)
         self.outcome, self.recorded = outcome, True
         self._open.enter_context(opening(self.key.access_id))
         return self
+
+    def _open_in_store(self) -> None:
+        """Write the `opened` line with the refusal rule decided again on the store's entries,
+        inside its transaction: another machine's first open a moment earlier (of this access
+        key or another one of this test set) makes this one a `refused` line, never a second
+        access without a reason."""
+        def check(entries: list[dict[str, Any]]) -> str | None:
+            earlier = accesses(entries, self.key.test_version, self.key.content_version)
+            return self._why_refused(earlier, entries)
+
+        try:
+            LedgerStore.for_export(self.ledger).open_access(self._entry("opened"),
+                                                            self.test_key, check=check)
+        except AccessRefused as refused:
+            self.recorded = True
+            raise TestSetAccessError(f"{refused}. Every look at a test set spends it.",
+                                     recorded=True) from None
 
     def _why_refused(self, earlier: list[dict[str, Any]],
                      entries: list[dict[str, Any]]) -> str | None:

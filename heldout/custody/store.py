@@ -314,10 +314,22 @@ def ledger_text(path: Path) -> str:
     return path.read_bytes().decode("utf-8", "surrogateescape")
 
 
+def tracking_database(environment: dict[str, str] | None = None) -> str:
+    """The team's PostgreSQL when MLflow's tracking store is one (MLFLOW_TRACKING_URI
+    `postgresql[+driver]://…`), as a URL psycopg takes; else ""."""
+    uri = (os.environ if environment is None else environment).get("MLFLOW_TRACKING_URI", "")
+    scheme, sep, rest = uri.strip().partition("://")
+    if sep and scheme.split("+", 1)[0] in ("postgresql", "postgres"):
+        return f"postgresql://{rest}"
+    return ""
+
+
 def open_line_store(root: Path, url: str | None = None, export: Path | None = None) -> LineStore:
     """The store of the project at `root`: `url` (else params.custody.ledger_url, else the
-    embedded SQLite file), exporting to `export` (else the project's ledger file)."""
-    url = configured_url(root) if url is None else url.strip()
+    tracking store's PostgreSQL, else the embedded SQLite file), exporting to `export` (else
+    the project's ledger file). A team whose MLflow runs on PostgreSQL shares one ledger there
+    without a setting; `ledger_url` says otherwise."""
+    url = (configured_url(root) or tracking_database()) if url is None else url.strip()
     export = export or root / EXPORT
     if url.startswith(POSTGRES_SCHEMES):
         return LineStore(_Postgres(url), export)
