@@ -7,9 +7,10 @@ by what they are, their (device, inode), not only by their names: a hard link, a
 /proc/self/fd/N path, a name relative to a directory descriptor or a descriptor obtained some
 other way all reach the same file, and the same refusal. Making a link or renaming reads
 nothing, so it is let through; opening the file through the new name is not. A file that left
-its place (renamed out, its mtime changed) is still known by its content: a regular file of a
-watched file's size whose first 4 KiB are that file's is that file (a copy included). A name
-under data/split/test* that does not exist yet is refused by its path.
+its place (renamed out, its mtime or size changed since) is still known by its identity, and by
+its first 4 KiB, so that a new file reusing the freed inode number is not taken for it. A name
+under data/split/test* that does not exist yet is refused by its path. A byte copy made outside
+the stage is a new file: the guard does not know it, and it is as sealed as the original.
 
 What the hook cannot see (C code such as pyarrow, os.read on a descriptor Python never opened,
 other processes) gets the sealed file (heldout.custody.seal), which is useless without the key.
@@ -95,28 +96,27 @@ class _Guarded:
         self.exact = exact
         self.prefix = exact or os.path.join(folder, "test")
         self.rule = SOURCE_RULE if kind == "source" else SPLIT_RULE
-        # identity -> (name under the project, size, mtime_ns when last seen)
-        self.files: dict[Identity, tuple[str, int, int]] = {}
-        # (size, first bytes) -> name, of every file seen here: a file that has left (renamed
-        # out, its mtime changed) or a copy is known by its content, and a new file that reuses
-        # a freed inode number is not taken for it.
-        self.prints: dict[tuple[int, bytes], str] = {}
-        self.sizes: frozenset[int] = frozenset()
+        # identity -> (name under the project, its first bytes when last seen)
+        self.files: dict[Identity, tuple[str, bytes | None]] = {}
+        # Files that have left their place (renamed out, their mtime changed or not): known by
+        # their identity and their first bytes, so a new file that reuses a freed inode number
+        # is not taken for one.
+        self.gone: dict[Identity, tuple[str, bytes | None]] = {}
         self.stamps: dict[str, int | None] = {}
         self.stale = True
 
     def identify(self, st: os.stat_result, read: Any = None) -> str | None:
         """The name of the watched file `st` describes, or None. `read()` gives the first
-        bytes of the file `st` describes, for a file known only by its content."""
+        bytes of the file `st` describes, for a file that has left its place."""
         if self.stale or any(_mtime(d) != mtime for d, mtime in self.stamps.items()):
             self.scan()
         key = (st.st_dev, st.st_ino)
         if key in self.files:
             return self.files[key][0]
-        if read is None or st.st_size not in self.sizes or not stat.S_ISREG(st.st_mode):
+        if key not in self.gone or read is None or not stat.S_ISREG(st.st_mode):
             return None
-        head = _quietly(read)
-        return None if head is None else self.prints.get((st.st_size, head))
+        name, head = self.gone[key]
+        return name if head is not None and _quietly(read) == head else None
 
     def _wanted(self, folder: str, path: str) -> bool:
         if folder != self.folder:
@@ -149,13 +149,11 @@ class _Guarded:
                         pending.append(entry.path)
                 else:
                     name = os.path.join(self.label, os.path.relpath(entry.path, self.folder))
-                    files[key] = (name, st.st_size, st.st_mtime_ns)
-                    head = _quietly(lambda path=entry.path: _head(path)) if st.st_size else None
-                    if head is not None and stat.S_ISREG(st.st_mode):
-                        self.prints[(st.st_size, head)] = name
+                    files[key] = (name, _quietly(lambda path=entry.path: _head(path)) or None
+                                  if stat.S_ISREG(st.st_mode) else None)
         now = time.time_ns()
+        self.gone = {**self.gone, **{k: v for k, v in self.files.items() if k not in files}}
         self.files, self.stamps = files, stamps
-        self.sizes = frozenset(size for size, _ in self.prints)
         self.stale = any(m is not None and now - m < _RACY_NS for m in stamps.values())
 
     def refuse(self, verb: str, shown: str, how: str) -> None:
