@@ -17,7 +17,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from flows import ERROR_FILE_ENV, PIPELINE_RUN_ENV, samples_cli, usage
+from flows import ERROR_FILE_ENV, PIPELINE_RUN_ENV, samples_cli, tasks_cli, usage
 from flows.custody_cli import key, ledger_app
 from flows.terminal import quiet_console, quiet_environment, set_verbose
 from flows.warm import WARM_ENV
@@ -30,8 +30,9 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-tasks_app = typer.Typer(help="Inspect and validate task files.", no_args_is_help=True)
+tasks_app = typer.Typer(help="Inspect, validate and seal task files.", no_args_is_help=True)
 app.add_typer(tasks_app, name="tasks")
+tasks_app.command("seal")(tasks_cli.seal)
 app.add_typer(ledger_app, name="ledger")
 app.command()(key)
 stderr = Console(stderr=True)

@@ -13,7 +13,12 @@ from typing import Any
 import pandas as pd
 
 from heldout.canonical import sha256_hex
-from heldout.custody.guard import TestSetAccessError, install_guard, recording_run
+from heldout.custody.guard import (
+    SEALED_SUFFIX,
+    TestSetAccessError,
+    install_guard,
+    recording_run,
+)
 from heldout.environment import find_project_root
 from heldout.errors import ParamsError, StageError
 from heldout.tasks.record import Task
@@ -66,8 +71,19 @@ def project_root(root: Path | None) -> Path:
     """The project a stage runs in. Every stage starts here, so this is where the test-split
     guard is installed: from here on, only heldout.custody.lock.TestLock may open the test split."""
     root = root if root is not None else find_project_root()
-    install_guard(root)
+    install_guard(root, sealed_task_source(root))
     return root
+
+
+def sealed_task_source(root: Path) -> Path | None:
+    """`params.tasks.source` if it names a sealed task file (heldout.custody.task_source), which
+    the guard then watches as it watches the test split; params that cannot be read name none
+    here (the stage reports them when it reads its section)."""
+    try:
+        source = (params_check.read_params(root).get("tasks") or {}).get("source")
+    except ParamsError:
+        return None
+    return Path(source) if isinstance(source, str) and source.endswith(SEALED_SUFFIX) else None
 
 
 def checkpoint_settings(params: dict[str, Any], name: str) -> dict[str, Any]:

@@ -9,9 +9,11 @@ from typing import Any
 from heldout.canonical import canonical_json
 from heldout.contamination.fingerprints import split_fingerprints
 from heldout.custody.guard import sealing
-from heldout.custody.keys import CustodyConfig, team_sealing_key
+from heldout.custody.keys import CustodyConfig, opening_key, require_team_key, team_sealing_key
+from heldout.custody.ledger import LedgerStore
 from heldout.custody.seal import seal
 from heldout.custody.store import open_line_store
+from heldout.custody.task_source import is_sealed_source, load_sealed_tasks
 from heldout.files import staged_outputs
 from heldout.tasks.record import tasks_digest
 from heldout.tasks.sources import TasksConfig, load_tasks
@@ -42,11 +44,16 @@ def run(root: Path | None = None) -> dict[str, Any]:
     config = section(params, "split", SplitConfig)
     custody = section(params, "custody", CustodyConfig)
     # Once a team key is named (params or the ledger store), the split is sealed for no other.
-    public_key, note = team_sealing_key(open_line_store(root, custody.ledger_url), custody)
+    store = open_line_store(root, custody.ledger_url)
+    public_key, note = team_sealing_key(store, custody)
     if note:
         print(f"heldout: {note}", file=sys.stderr)
+    # A sealed source (heldout tasks seal) is unsealed in memory, with the team's key only.
+    opener = (require_team_key(LedgerStore(store), opening_key(custody))
+              if is_sealed_source(tasks_config.source) else None)
     with tracked_stage(root, params, "split", "split") as mlflow_run:
-        tasks = load_tasks(tasks_config.resolve(root))
+        tasks = (load_sealed_tasks(root / tasks_config.source, opener) if opener else
+                 load_tasks(tasks_config.resolve(root)))
         splits = assign(tasks, config.salt, config.fractions)
         manifest = build_manifest(tasks_config.source, tasks_digest(tasks), config, splits)
         with staged_outputs() as outputs:

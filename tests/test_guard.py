@@ -192,3 +192,92 @@ def test_a_refused_stage_run_is_failed_and_tagged_in_mlflow(root: Path, tmp_path
     assert found.info.run_id == run.run_id and found.info.status == "FAILED"
     (entry,) = read_ledger(root / LEDGER)
     assert (entry["outcome"], entry["mlflow_run_id"]) == ("refused", run.run_id)
+
+
+# --- a file that left its place, and the sealed task source (issue 23, item 3) ---------------
+
+SOURCE = "tasks/mine.sealed"
+SOURCE_RULE = ("outside the split stage: only the split stage may load the sealed task source "
+               "(and the test stage, inside heldout.custody.lock.TestLock)")
+WATCH_SOURCE = f'install_guard(root, Path("{SOURCE}"))\n'
+TRICKS = {
+    # Renamed out of its folder, its mtime set to another time: the same inode, another name
+    # and mtime, which a (size, mtime) match for files that left the folder let through.
+    "renamed and touched": 'os.rename(target, elsewhere / "notes.txt")\n'
+                           'os.utime(elsewhere / "notes.txt", ns=(10**9, 10**9))\n',
+    "hard link touched": 'os.link(target, elsewhere / "notes.txt")\n'
+                         'os.utime(elsewhere / "notes.txt", ns=(10**9, 10**9))\n',
+    "renamed twice, touched, the name reused": (
+        'os.rename(target, elsewhere / "a")\nos.rename(elsewhere / "a", elsewhere / "notes.txt")\n'
+        'os.utime(elsewhere / "notes.txt", ns=(10**9, 10**9))\n'
+        '(elsewhere / "new").write_bytes(b"something else now")\n'
+        'os.rename(elsewhere / "new", target)\n'),
+}
+
+
+@pytest.fixture
+def with_source(root: Path) -> Path:
+    (root / SOURCE).parent.mkdir()
+    (root / SOURCE).write_bytes(b"HELDOUT-SEALED-2\nthe sealed private tasks")
+    past = time.time_ns() - AN_HOUR_NS
+    os.utime(root / SOURCE, ns=(past, past))
+    os.utime(root / "tasks", ns=(past, past))
+    return root
+
+
+@pytest.mark.parametrize("trick", sorted(TRICKS))
+@pytest.mark.parametrize("watched", ["data/split/test.sealed", SOURCE])
+def test_a_file_moved_linked_or_touched_is_still_known(with_source: Path, watched: str,
+                                                       trick: str):
+    root = with_source
+    output = run_guarded(root, WATCH_SOURCE + f'target = root / "{watched}"\n' + TRICKS[trick]
+                         + 'open(elsewhere / "notes.txt", "rb").read()\n')
+    rule = SOURCE_RULE if watched == SOURCE else LOCK_RULE
+    why = f"open of {root}/elsewhere/notes.txt (same file as {watched}) {rule}"
+    assert output == f"refused: {why}. (Recorded as line 1 of {root / LEDGER}.)"
+    (entry,) = read_ledger(root / LEDGER)
+    assert (entry["outcome"], entry["reason"]) == ("refused", why)
+
+
+def test_the_sealed_source_by_its_own_name_is_refused_and_dealing_opens_it(with_source: Path):
+    root = with_source
+    refused = run_guarded(root, WATCH_SOURCE + f'open(root / "{SOURCE}", "rb").read()\n')
+    assert refused == (f"refused: open of {root / SOURCE} {SOURCE_RULE}. (Recorded as line 1 "
+                       f"of {root / LEDGER}.)")
+    passed = run_guarded(root, WATCH_SOURCE + textwrap.dedent(f"""\
+        from heldout.custody.guard import dealing, sealing
+        with dealing():
+            open(root / "{SOURCE}", "rb").read()
+        with opening("access-1"):
+            open(root / "{SOURCE}", "rb").read()
+            open(split / "test.sealed", "rb").read()
+        try:
+            with dealing():  # dealing reads the source, not the test split
+                open(split / "test.sealed", "rb").read()
+        except TestSetAccessError:
+            pass
+        else:
+            raise AssertionError("dealing opened the test split")
+        with sealing():  # sealing writes the test split, and reads no source
+            open(split / "test.sealed", "rb").read()
+            open(root / "{SOURCE}", "rb").read()
+    """))
+    assert passed.startswith(f"refused: open of {root / SOURCE} {SOURCE_RULE}")
+    assert len(read_ledger(root / LEDGER)) == 3  # the first test's, dealing's, sealing's
+
+
+def test_a_new_file_on_a_freed_inode_number_is_not_taken_for_the_one_that_left(
+        with_source: Path):
+    root = with_source
+    output = run_guarded(root, WATCH_SOURCE + textwrap.dedent("""\
+        os.rename(root / "tasks/mine.sealed", elsewhere / "moved")
+        os.unlink(elsewhere / "moved")
+        # The freed inode number is often the next one given out: whatever it is, a file with
+        # other content is not the source, nor is an ordinary file next to the split.
+        for number in range(20):
+            (elsewhere / f"new-{number}").write_bytes(b"HELDOUT-SEALED-2\\nother tasks")
+            open(elsewhere / f"new-{number}", "rb").read()
+        open(split / "val.jsonl", "rb").read()
+    """))
+    assert output == "passed"
+    assert not (root / LEDGER).exists()
