@@ -312,12 +312,12 @@ class Runner:
     def _sweep(self, *pids):
         for pid in pids:
             _kill_group(pid)
-        users = [uid for uid in (self.uid, self.judge_uid) if uid is not None]
-        if users:
+        if self.uid is None:
+            zygote.reap()
+        else:
             # Programs run as users of their own: every process of theirs is a program's, and
-            # one kill(-1) as each user ends them all, forks in flight too.
-            self.zygote.sweep(users)
-        zygote.reap_orphans(users)
+            # one kill(-1) as both ends them all, forks in flight too.
+            zygote.sweep(self.uid, self.judge_uid)
 
 
 def _next_job(jobs):
