@@ -23,7 +23,7 @@ refuses System V IPC, POSIX message queues and the keyrings), rlimits on CPU, ad
 file size, open files (and processes where its user is its own), an environment of PATH,
 locale, HOME and TMPDIR, stdin from memory, stdout and stderr into pipes of which the runner
 keeps the tails. After it ends, everything it started is killed: every process of the program
-users at once where they are users of their own (the zygote sweeps), else its process group.
+users at once where they are users of their own (zygote.sweep), else its process group.
 The forks share the zygote's hash seed: a program's set and dict-of-str orders are the same
 from one run to the next.
 """
