@@ -18,12 +18,13 @@ first job the runner forks the zygote (zygote.py), which never sees a job, and e
 forked from the zygote, so each starts from the same pristine state (the modules programs
 commonly import, already imported) as a fresh `python -I -S main.py` would, without paying
 ~12 ms of interpreter start-up. In that fork (`_become`): a session of its own, a world of its
-own (world.py: an IPC namespace of its own where the runner is root, and a seccomp filter that
-refuses System V IPC, POSIX message queues and the keyrings), rlimits on CPU, address space,
-file size, open files (and processes where its user is its own), an environment of PATH,
+own (world.py: an IPC namespace of its own where the runner is root, but for the trusted judge,
+and a seccomp filter that refuses System V IPC, POSIX message queues and the keyrings), rlimits
+on CPU, address space, file size, open files (and processes where its user is its own), an
+environment of PATH,
 locale, HOME and TMPDIR, stdin from memory, stdout and stderr into pipes of which the runner
 keeps the tails. After it ends, everything it started is killed: every process of the program
-users at once where they are users of their own (the zygote sweeps), else its process group.
+users at once where they are users of their own (zygote.sweep), else its process group.
 The forks share the zygote's hash seed: a program's set and dict-of-str orders are the same
 from one run to the next.
 """
@@ -178,7 +179,9 @@ class Runner:
             os.closerange(len(fds), _MAX_FD)
             path = request["path"]
             os.chdir(os.path.dirname(path))
-            if self.new_ipc:
+            # The candidate's own (~1 ms): the judge runs only the task's trusted text, under
+            # the same filter, in the worker's namespace, where no process can make an object.
+            if self.new_ipc and request["role"] != "judge":
                 world.new_ipc_namespace()
             uid = request["uid"]
             if uid is not None:
@@ -312,12 +315,12 @@ class Runner:
     def _sweep(self, *pids):
         for pid in pids:
             _kill_group(pid)
-        users = [uid for uid in (self.uid, self.judge_uid) if uid is not None]
-        if users:
+        if self.uid is None:
+            zygote.reap()
+        else:
             # Programs run as users of their own: every process of theirs is a program's, and
-            # one kill(-1) as each user ends them all, forks in flight too.
-            self.zygote.sweep(users)
-        zygote.reap_orphans(users)
+            # one kill(-1) as both ends them all, forks in flight too.
+            zygote.sweep(self.uid, self.judge_uid)
 
 
 def _next_job(jobs):

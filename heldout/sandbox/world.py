@@ -10,7 +10,8 @@ persistent keyring three days), or a process that survives. So each program, bef
 of its own runs:
 - gets a fresh IPC namespace where its runner may make one (root with CAP_SYS_ADMIN: the
   subprocess backend's workers), so no System V object or POSIX queue of an earlier program is
-  visible to it, and nothing it makes outlives it;
+  visible to it, and nothing it makes outlives it (all but the judge, which runs only the
+  task's trusted text under the same filter);
 - is refused, by a seccomp filter it cannot lift, every system call that makes or reaches such
   objects (System V IPC, POSIX message queues, the kernel's keyrings), on both backends: inside
   a container, which shares one IPC namespace among all its programs, that refusal is what

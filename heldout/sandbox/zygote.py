@@ -15,19 +15,31 @@ A program is forked twice over (the zygote, a middle process that exits at once,
 so that its parent is the runner: the runner is the init of its PID namespace (a worker's, a
 container's) or, outside one, its child subreaper, and collects it like any child.
 
-The zygote also sweeps: the runner cannot kill(-1) without killing the zygote, so a fork of the
-zygote takes each program user's uid and kills every process of that user in the namespace at
-once (kill(-1) as that user, which reaches forks in flight too).
+The sweep needs no process of its own: the runner cannot kill(-1) as root without killing the
+zygote, so after each program a thread of the runner takes, for itself alone (the raw system
+call: libc's setresuid would change every thread), the judge's user as its real and saved ids
+and the candidate's as its effective id, and makes one kill(-1). kill(2) lets it signal every
+process whose real id is either user's, and lets none of the candidate's processes (all three
+of their ids the candidate's) signal it or trace it; the runner's other thread stays root. It
+reaches forks in flight too: a process with SIGKILL pending can fork no more. A fork of the
+zygote as the candidate's user, as before, cost a fork per user and could be killed by a
+survivor calling kill(-1) in a loop before it killed that survivor. After the kill no process
+of the users can start, so one scan of /proc that finds none of theirs proves none is left.
 """
 
 import contextlib
+import ctypes
 import json
 import os
+import platform
 import signal
 import socket
+import threading
 import time
 
 _MESSAGE_LIMIT = 65536
+# setresuid(2)'s number: the raw call changes the calling thread's ids alone.
+_SETRESUID = {"x86_64": 117, "aarch64": 147}
 _MAX_FDS = 16
 
 
@@ -44,10 +56,6 @@ class Zygote:
     def spawn(self, request, fds):
         """Start a program as `request` says, with `fds` as its descriptors 0, 1, ...; its pid."""
         return self._ask(request, fds)["pid"]
-
-    def sweep(self, uids):
-        """Kill every process of each of `uids`, and return once they are all signalled."""
-        self._ask({"sweep": list(uids)}, [])
 
     def _ask(self, request, fds):
         try:
@@ -90,13 +98,7 @@ def _serve(channel, become):
         if not message:
             return
         try:
-            request = json.loads(message)
-            if "sweep" in request:
-                for uid in request["sweep"]:
-                    _kill_every_process_of(uid)
-                answer = {"swept": True}
-            else:
-                answer = {"pid": _fork_program(request, fds, become)}
+            answer = {"pid": _fork_program(json.loads(message), fds, become)}
         except Exception as error:  # noqa: BLE001 - said to the runner, which ends
             answer = {"error": repr(error)}
         finally:
@@ -121,40 +123,55 @@ def _fork_program(request, fds, become):
         finally:
             os._exit(status)
     os.close(write)
-    with os.fdopen(read, "rb") as pid_pipe:
-        said = pid_pipe.read()
-    # Once the middle process is collected, the program's parent is the runner.
+    # Once the middle process is collected, the program's parent is the runner. The pid is
+    # read after that, not to the end of the pipe: the end waits on the program to be
+    # scheduled and close its copy.
     os.waitpid(middle, 0)
+    try:
+        said = os.read(read, 64)
+    finally:
+        os.close(read)
     if not said:
         raise OSError("the program's process could not be forked")
     return int(said)
 
 
-def _kill_every_process_of(uid):
-    helper = os.fork()
-    if helper == 0:
-        try:
-            os.setgroups([])
-            os.setgid(uid)
-            os.setuid(uid)
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(-1, signal.SIGKILL)  # never the caller itself
-        finally:
-            os._exit(0)
-    os.waitpid(helper, 0)
+def sweep(candidate_uid, judge_uid, within_s=2.0):
+    """Kill every process of the program users, collect the orphans re-parented to us (the
+    init of our namespace or container, or its subreaper), and return once none of theirs is
+    left; raise ZygoteLost (the runner must end) if a process outlives it."""
+    refused = []
 
+    def kill_as_both():
+        libc = ctypes.CDLL(None, use_errno=True)
+        # Every id non-zero: no capability is left to this thread, CAP_KILL included.
+        if libc.syscall(_SETRESUID[platform.machine()], judge_uid, candidate_uid,
+                        judge_uid) != 0:
+            refused.append(os.strerror(ctypes.get_errno()))
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(-1, signal.SIGKILL)  # never the runner itself
 
-def reap_orphans(users, within_s=2.0):
-    """Collect the orphans re-parented to us (the init of our namespace or container, or its
-    subreaper), until no process of the program `users` is left."""
+    killer = threading.Thread(target=kill_as_both)
+    killer.start()
+    killer.join()
+    if refused:
+        raise ZygoteLost(f"the sweep could not take the program users' ids: {refused[0]}")
     give_up = time.monotonic() + within_s
     while True:
-        with contextlib.suppress(ChildProcessError):
-            while os.waitpid(-1, os.WNOHANG)[0] > 0:
-                pass
-        if not users or not processes_of(users) or time.monotonic() > give_up:
+        reap()
+        if not processes_of((candidate_uid, judge_uid)):
             return
+        if time.monotonic() > give_up:
+            raise ZygoteLost("a process of the program users outlived the sweep")
         time.sleep(0.001)
+
+
+def reap():
+    """Collect every child of ours that has ended."""
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            pass
 
 
 def processes_of(users):
