@@ -8,6 +8,8 @@ this run's id. The terminal gets one line per stage (`split: ran in 4.2 s`, `up 
 (ERROR_FILE_ENV) and raised once, last. When something ran (or failed), one MLflow run
 (`heldout.stage` = pipeline) records what ran, what was up to date, each stage's wall time and
 the digest of the resulting dvc.lock; a run in which every stage was up to date records nothing.
+Every stage's heldout.git_commit is the tree as the run found it before its first write
+(GIT_COMMIT_ENV): the dvc.lock DVC rewrites after each stage does not make it `+dirty`.
 """
 
 from __future__ import annotations
