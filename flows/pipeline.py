@@ -8,6 +8,8 @@ this run's id. The terminal gets one line per stage (`split: ran in 4.2 s`, `up 
 (ERROR_FILE_ENV) and raised once, last. When something ran (or failed), one MLflow run
 (`heldout.stage` = pipeline) records what ran, what was up to date, each stage's wall time and
 the digest of the resulting dvc.lock; a run in which every stage was up to date records nothing.
+Every stage's heldout.git_commit is the tree as the run found it before its first write
+(GIT_COMMIT_ENV): the dvc.lock DVC rewrites after each stage does not make it `+dirty`.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from flows.terminal import verbose
 from flows.warm import warm_starts
 from heldout.environment import find_project_root
 from heldout.errors import StageError
-from stages.common import read_params, tracked_stage
+from stages.common import GIT_COMMIT_ENV, read_params, tracked_stage, tree_commit
 
 
 @task(task_run_name="{stage}", cache_policy=NO_CACHE)
@@ -56,17 +58,21 @@ def pipeline_flow(
         check_runs_deployed(project, commit)
     started = time.perf_counter()
     os.environ[PIPELINE_RUN_ENV] = str(flow_run.get_id())  # for the stage processes DVC starts
+    # The tree as the run found it, before its first dvc.lock write: every stage's and the
+    # summary's heldout.git_commit (stages.common.git_commit).
+    os.environ[GIT_COMMIT_ENV] = tree_commit(project)
     try:
         with project_code(project), warm_starts(project), stage_errors() as errors:
             planned, outcomes = reproduce_in_order(project, targets, force, errors)
+        outcomes += outcomes_after_failure(planned, outcomes)
+        lock = project / "dvc.lock"
+        summary = pipeline_summary(outcomes, lock.read_bytes() if lock.is_file() else None,
+                                   time.perf_counter() - started)
+        if summary["ran"] or summary["failed"]:
+            record(project, summary, outcomes, commit)
     finally:
         os.environ.pop(PIPELINE_RUN_ENV, None)
-    outcomes += outcomes_after_failure(planned, outcomes)
-    lock = project / "dvc.lock"
-    summary = pipeline_summary(outcomes, lock.read_bytes() if lock.is_file() else None,
-                               time.perf_counter() - started)
-    if summary["ran"] or summary["failed"]:
-        record(project, summary, outcomes, commit)
+        os.environ.pop(GIT_COMMIT_ENV, None)
     return summary
 
 

@@ -4,6 +4,7 @@ tag its MLflow run with the protocol's identity."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -38,15 +39,35 @@ read_params = params_check.read_params
 section = params_check.section
 
 
+# The tree a pipeline run started from, as `git_commit` found it before any stage ran
+# (flows/pipeline.py sets it for the stage processes DVC starts): the pipeline writes dvc.lock
+# after each stage and the test stage stages the ledger's export, so a tree checked again
+# mid-run is `+dirty` by the pipeline's own writes, not by anything the run was made from.
+GIT_COMMIT_ENV = "HELDOUT_GIT_COMMIT"
+
+
 def git_commit(root: Path) -> str:
-    """The commit the stage ran from, with '+dirty' when the work tree differs from it."""
+    """The commit the stage ran from, with '+dirty' when the work tree differed from it. Under
+    `heldout pipeline`: the tree as it was when the pipeline started (GIT_COMMIT_ENV), if that
+    names the commit HEAD is still at; a stage run by itself looks at the tree as it is now."""
+    started = os.environ.get(GIT_COMMIT_ENV, "")
+    if started:
+        head = _git(root, "rev-parse", "HEAD") or "none"
+        if started.removesuffix("+dirty") == head:
+            return started
+    return tree_commit(root)
 
-    def git(*args: str) -> str:
-        done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
-        return done.stdout.strip() if done.returncode == 0 else ""
 
-    commit = git("rev-parse", "HEAD") or "none"
-    return commit + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
+def _git(root: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
+    return done.stdout.strip() if done.returncode == 0 else ""
+
+
+def tree_commit(root: Path) -> str:
+    """HEAD's commit, '+dirty' if a tracked file differs from it now (staged or not)."""
+    commit = _git(root, "rev-parse", "HEAD") or "none"
+    return commit + ("+dirty" if _git(root, "status", "--porcelain", "--untracked-files=no")
+                     else "")
 
 
 @contextmanager

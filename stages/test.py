@@ -4,11 +4,14 @@ Candidate (the selection's choice) and base run on the test split under the same
 the same seeds. Every attempt is a ledger line and an MLflow run tagged heldout.test_access.
 The episodes themselves (completions, trajectories and error texts included) leave this stage
 sealed for the test key; the rollout files hold outcomes only, no text derived from the hidden
-tests (heldout.episodes.rows.outcome_table)."""
+tests (heldout.episodes.rows.outcome_table), and no wall-clock: each episode's timings go to a file
+of their own (stages.access_record.TIMINGS, not a DVC output) and to MLflow, so the same
+results are the same bytes and dvc.lock does not change with the clock. Outputs already holding
+this access's closed results are not an access: the stage ends without opening the split
+(stages.access_record.recorded_results)."""
 
 from __future__ import annotations
 
-import io
 import json
 import os
 from contextlib import ExitStack
@@ -29,8 +32,18 @@ from heldout.episodes.chunks import ChunkExecutor
 from heldout.episodes.harness import Harness
 from heldout.episodes.rollout import RolloutsConfig, roll_out
 from heldout.episodes.rows import TIMING_COLUMNS, outcome_table, rollout_table
-from heldout.files import staged_outputs
+from heldout.files import json_bytes, staged_outputs
 from heldout.statistics.counts import pass_at_1
+from stages.access_record import (
+    ARMS,
+    TIMINGS,
+    access_inputs,
+    file_digests,
+    parquet_bytes,
+    recorded_results,
+    timings_table,
+    without_timings,
+)
 from stages.catalog import (
     ACCESS,
     LEDGER,
@@ -54,7 +67,6 @@ from stages.common import (
 )
 from stages.progress import EpisodeProgress
 
-ARMS = ("candidate", "base")
 # Set by DVC in every stage command of `dvc exp run`, queued and temporary runs included.
 EXPERIMENT_ENV = "DVC_EXP_NAME"
 
@@ -136,10 +148,9 @@ def result_digest(tables: dict[str, Any]) -> str:
 
 
 def episodes_parquet(tables: dict[str, Any]) -> bytes:
-    """Both arms' whole episodes, as one Parquet file's bytes (to be sealed)."""
-    buffer = io.BytesIO()
-    pd.concat(tables.values(), ignore_index=True).to_parquet(buffer, index=False)
-    return buffer.getvalue()
+    """Both arms' whole episodes but their timings, as one Parquet file's bytes (to be sealed:
+    sealing is deterministic, so the same episodes seal to the same bytes)."""
+    return parquet_bytes(without_timings(pd.concat(tables.values(), ignore_index=True)))
 
 
 def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[str, Any]:
@@ -160,6 +171,16 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
                     harness.fingerprint(), content_digest(settings["candidate"]),
                     content_digest(settings["base"]),
                     manifest.get("test_content_version") or manifest["test_version"])
+    inputs = access_inputs(root, reruns_config.model_dump())
+    # Reading results is not an access: outputs already holding this access's closed results
+    # (pulled from a DVC remote, or left by the last run) end the stage here, before any MLflow
+    # run or ledger line.
+    recorded = recorded_results(root, key.access_id, inputs, read_ledger(root / LEDGER),
+                                test_key)
+    if recorded is not None:
+        print(f"test: the outputs hold access {key.access_id[:12]}'s results, closed in the "
+              "ledger; reading them is not an access: nothing opened, nothing recorded")
+        return recorded
 
     with tracked_stage(root, params, "test", "test") as mlflow_run:
         mlflow_run.set_tags(protocol_tags(manifest) | {
@@ -217,6 +238,7 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
                 "tasks": len(tasks),
                 # The report breaks results down by group without opening the test split.
                 "groups": {t.id: t.group for t in tasks},
+                "inputs": inputs,
             }
             rerun_record = {
                 "arm": reruns_config.arm, "checkpoint": names[reruns_config.arm],
@@ -224,13 +246,15 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
                 "pass_at_1": [pass_at_1(table) for table in
                               ([tables[reruns_config.arm], *reruns.values()] if reruns else [])],
             }
+            results = {RERUNS: json_bytes(rerun_record),
+                       SEALED_TEST_EPISODES: seal(episodes_parquet(tables), test_key.public),
+                       **{test_rollout_file(arm): parquet_bytes(without_timings(
+                           outcome_table(table))) for arm, table in tables.items()}}
+            access["outputs"] = file_digests(results)
             with staged_outputs() as outputs:
-                outputs.write_json(root / RERUNS, rerun_record)
-                for arm, table in tables.items():
-                    outcome_table(table).to_parquet(
-                        outputs.path(root / test_rollout_file(arm)), index=False)
-                outputs.write_bytes(root / SEALED_TEST_EPISODES,
-                                    seal(episodes_parquet(tables), test_key.public))
+                for path, data in results.items():
+                    outputs.write_bytes(root / path, data)
+                outputs.write_bytes(root / TIMINGS, parquet_bytes(timings_table(tables | reruns)))
                 outputs.write_json(root / ACCESS, access)
             lock.close(digest)
         # Staged for the next commit, which anchors the new lines (heldout.custody.anchor).
@@ -242,6 +266,6 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
         if rerun_record["pass_at_1"]:
             mlflow_run.log_metrics({f"rerun_{number}_pass_at_1": score for number, score in
                                     enumerate(rerun_record["pass_at_1"])})
-        for path in (*map(test_rollout_file, ARMS), ACCESS, RERUNS):
+        for path in (*map(test_rollout_file, ARMS), ACCESS, RERUNS, TIMINGS):
             mlflow_run.log_artifact(root / path, "test")
     return access

@@ -86,9 +86,8 @@ def test_a_fresh_clone_runs_clean_and_a_commit_of_its_run_is_up_to_date(tmp_path
     ok(["git", "commit", "-qm", "the first run"], first, fresh_env)
     assert porcelain(first, fresh_env) == set()
 
-    # A clone of that commit, with the outputs a teammate would have: the cached ones from DVC's
-    # cache (the first clone's, as `dvc pull` gets them from a remote), the uncached ones
-    # (views, the test access, the report) beside them.
+    # A clone of that commit, with the outputs a teammate would have: DVC's cache (the first
+    # clone's) and the outputs copied beside it (tests/test_pull.py pulls them from a remote).
     second = tmp_path / "second"
     ok(["git", "clone", "-q", str(first), str(second)], tmp_path, fresh_env)
     ok(["dvc", "cache", "dir", "--local", str(first / ".dvc" / "cache")], second, fresh_env)

@@ -115,7 +115,13 @@ def test_dvc_repro_runs_the_pipeline_then_only_what_changed(project: Path, fresh
     ledger = ledger_of(project)
     assert [e["outcome"] for e in ledger] == ["opened", "closed", "refused", "opened", "closed"]
 
-    # Forcing the test stage again is the same key: the access resumes, nothing is counted twice.
+    # Forcing the test stage again with its outputs in place is not an access: nothing opens.
+    forced = run(["dvc", "repro", "--force", "--single-item", "test"], project, fresh_env)
+    assert forced.returncode == 0, forced.stdout + forced.stderr
+    assert "reading them is not an access" in forced.stdout
+    assert ledger_of(project) == ledger
+    # Without them (deleted, a crash) it is the same key: the access resumes, counted once.
+    (project / "data/test/access.json").unlink()
     forced = run(["dvc", "repro", "--force", "--single-item", "test"], project, fresh_env)
     assert forced.returncode == 0, forced.stdout + forced.stderr
     ledger = ledger_of(project)
