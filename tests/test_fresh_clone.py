@@ -48,17 +48,22 @@ def stages_run(output: str) -> set[str]:
     return {line.split("'")[1] for line in output.splitlines() if line.startswith("Running stage")}
 
 
-@pytest.fixture
-def fresh_env(tmp_path: Path) -> dict[str, str]:
+def user_shell(tmp_path: Path) -> dict[str, str]:
+    """A user's shell with nothing of ours in it: a home of its own, the venv on PATH."""
     home = tmp_path / "home"
     home.mkdir()
     env = {key: value for key, value in os.environ.items()
            if not key.startswith(("MLFLOW_", "PREFECT_", "DVC_", "DO_NOT_TRACK",
-                                  "HELDOUT_TEST_KEY", "XDG_CONFIG_HOME"))}
+                                  "HELDOUT_", "XDG_CONFIG_HOME"))}
     env.update(HOME=str(home), PATH=f"{VENV_BIN}:{env['PATH']}",
                GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.org",
                GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.org")
     return env
+
+
+@pytest.fixture
+def fresh_env(tmp_path: Path) -> dict[str, str]:
+    return user_shell(tmp_path)
 
 
 def test_a_fresh_clone_runs_clean_and_a_commit_of_its_run_is_up_to_date(tmp_path: Path,

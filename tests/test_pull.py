@@ -21,7 +21,7 @@ from stages.access_record import RESULT_FILES, TIMINGS
 from stages.catalog import ACCESS, LEDGER, REPORTS, TEST_METRICS
 from stages.common import GIT_COMMIT_ENV, git_commit, tree_commit
 from tests.conftest import REPO, configure_small_project, copy_project
-from tests.test_fresh_clone import ok, porcelain
+from tests.test_fresh_clone import ok, porcelain, user_shell
 
 VENV_BIN = str(Path(sys.executable).parent)
 UP_TO_DATE = "Data and pipelines are up to date."
@@ -31,15 +31,8 @@ UP_TO_DATE = "Data and pipelines are up to date."
 def team_env(tmp_path: Path) -> dict[str, str]:
     """A user's shell with nothing of ours in it (tests/test_fresh_clone.py), and one MLflow
     store for the team."""
-    home = tmp_path / "home"
-    home.mkdir()
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith(("MLFLOW_", "PREFECT_", "DVC_", "DO_NOT_TRACK",
-                                  "HELDOUT_", "XDG_CONFIG_HOME"))}
-    env.update(HOME=str(home), PATH=f"{VENV_BIN}:{env['PATH']}",
-               MLFLOW_TRACKING_URI=f"sqlite:///{tmp_path / 'team-mlflow.db'}",
-               GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.org",
-               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.org")
+    env = user_shell(tmp_path)
+    env["MLFLOW_TRACKING_URI"] = f"sqlite:///{tmp_path / 'team-mlflow.db'}"
     return env
 
 
