@@ -418,6 +418,23 @@ def test_a_child_that_left_the_agents_session_is_killed_at_the_episodes_end(
     assert_nothing_left(agent)
 
 
+def test_a_child_born_after_the_last_scan_is_held_when_the_agent_exits_on_the_end(
+    tmp_path, sandbox, monkeypatch
+):
+    """The /proc way with no scan while the episode runs: the setsid child was never seen
+    before the end, and the agent exits on the end message and orphans it. The scan made
+    before the end is sent still holds it (CI once lost this race with a 50 ms POLL_S)."""
+    from heldout.agents import process_tree
+
+    monkeypatch.setattr(process_tree, "_cgroup_parent", [None])
+    monkeypatch.setattr(process_tree.ProcessTree, "watch", lambda self: None)
+    agent = command_agent(script(tmp_path, started_setsid_child(tmp_path, "setsid")))
+    outcome = loop(agent, sandbox)
+    assert outcome.end_reason == "submitted", outcome.error
+    assert dead(child_pid(tmp_path), within_s=0.5)
+    assert_nothing_left(agent)
+
+
 def test_a_completion_agents_child_that_left_its_session_is_killed_when_it_is_done(
     tmp_path, tree_way
 ):

@@ -17,7 +17,9 @@ the first this machine offers:
   at the end; each is recorded with its start time, so a pid the system reused is never
   killed. At the end each recorded process, its group and its session are killed, in rounds,
   until a scan finds nothing new. A process whose parent exits between two scans (a double
-  fork faster than `POLL_S`) can escape this one; the cgroup has no such gap.
+  fork faster than `POLL_S`) can escape this one; the cgroup has no such gap. The tree is
+  scanned once more before the agent is told the episode ended (`record`), so a child that is
+  alive then is held even when the agent exits on the end message and orphans it.
 
 A PID namespace (`unshare --pid --fork --kill-child`) would hold the tree as well, but the agent
 would see pids of its own namespace: a pid it logs would name no process of heldout's.
@@ -171,6 +173,13 @@ class ProcessTree:
     def watch(self) -> None:
         """Record the agent's new descendants (the /proc way; at most once per POLL_S)."""
         if self.cgroup is None and time.monotonic() - self._scanned >= POLL_S:
+            self._scan()
+
+    def record(self) -> None:
+        """Record the agent's descendants now (the /proc way): called before the episode's end
+        is sent, since an agent that exits on it orphans its children, and an orphan's parent
+        chain no longer leads to the agent."""
+        if self.cgroup is None and self.session is not None:
             self._scan()
 
     def kill(self) -> None:

@@ -139,6 +139,7 @@ class ProcessSession:
         if self._closed:
             return
         self._closed = True
+        self.tree.record()
         try:
             if not self._failed:  # one write that never waits: what the pipe takes
                 with contextlib.suppress(OSError):
