@@ -150,7 +150,7 @@ class Runner:
         ended = self._watch(pid, pipes, started + timeout_s)
         if ended != "exited":
             _kill_group(pid)
-        _, wait_status, _ = os.wait4(pid, 0)
+        wait_status = self.zygote.wait(pid)
         exit_code = os.waitstatus_to_exitcode(wait_status)
         exec_s = time.monotonic() - started
         self._sweep(pid)
@@ -242,14 +242,14 @@ class Runner:
         # The judge's own deadline is the program's: a moment more lets it say what timed out.
         ended = self._watch(judge, pipes, deadline + JUDGE_GRACE_S)
         # How the candidate ended counts only where it ended before our SIGKILL after the verdict.
-        ended_by_itself, wait_status, _ = os.wait4(candidate, os.WNOHANG)
+        wait_status = self.zygote.wait(candidate, block=False)
         _kill_group(candidate)
         if ended != "exited":
             _kill_group(judge)
-        if not ended_by_itself:
-            os.wait4(candidate, 0)
-        candidate_code = os.waitstatus_to_exitcode(wait_status) if ended_by_itself else None
-        os.wait4(judge, 0)
+        if wait_status is None:
+            self.zygote.wait(candidate)
+        candidate_code = None if wait_status is None else os.waitstatus_to_exitcode(wait_status)
+        self.zygote.wait(judge)
         exec_s = time.monotonic() - started
         self._sweep(candidate, judge)
         _drain(pipes)
