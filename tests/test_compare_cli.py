@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from scipy import stats
 
@@ -90,3 +91,71 @@ def test_reruns_of_the_base_give_the_noise_floor_and_must_be_the_same_tasks(tmp_
                       "--rerun", reruns[0])
     assert refused.returncode == 2
     assert "rerun 1 holds other tasks than the base's rollouts (1 differ)" in refused.stderr
+
+
+def groups_of_four(folder: Path) -> Path:
+    """The 80 tasks of rollout_files in 20 groups of 4 (t000-t003 in g00, ...), as a file."""
+    path = folder / "groups.jsonl"
+    path.write_text("".join(json.dumps({"task_id": f"t{i:03d}", "group": f"g{i // 4:02d}"}) + "\n"
+                            for i in range(80)))
+    return path
+
+
+def metrics(out: Path) -> dict:
+    return json.loads((out / "report.json").read_text())["metrics"]
+
+
+def test_compare_takes_groups_from_a_file_a_group_column_or_the_task_source(tmp_path: Path):
+    base, candidate = rollout_files(tmp_path)
+    alone = heldout("compare", base, candidate, "--out", tmp_path / "alone")
+    assert alone.returncode == 0, alone.stderr
+    assert "Rests on 80 tasks in 80 groups" in alone.stdout
+
+    # The 20 tasks the candidate gains are 5 whole groups of 4: 5 units, not 20.
+    grouped = heldout("compare", base, candidate, "--out", tmp_path / "grouped",
+                      "--groups", groups_of_four(tmp_path))
+    assert grouped.returncode == 0, grouped.stderr
+    assert "Rests on 80 tasks in 20 groups" in grouped.stdout
+    assert "sign-flip permutation over 20 groups, exact: p = 0.0625" in grouped.stdout
+    assert metrics(tmp_path / "grouped")["test_p"] > 1000 * metrics(tmp_path / "alone")["test_p"]
+
+    column = tmp_path / "column"
+    column.mkdir()
+    for path in (base, candidate):
+        table = pd.read_parquet(path)
+        table.assign(group=[f"g{int(task[1:]) // 4:02d}" for task in table["task_id"]]) \
+            .to_parquet(column / path.name)
+    by_column = heldout("compare", column / base.name, column / candidate.name,
+                        "--out", tmp_path / "by_column")
+    assert by_column.returncode == 0, by_column.stderr
+    assert "Rests on 80 tasks in 20 groups" in by_column.stdout
+    assert metrics(tmp_path / "by_column")["test_p"] == metrics(tmp_path / "grouped")["test_p"]
+
+    task_file = tmp_path / "tasks.jsonl"
+    task_file.write_text("".join(json.dumps(
+        {"id": f"t{i:03d}", "group": f"g{i // 4:02d}", "prompt": "def f(x):\n",
+         "entry_point": "f", "tests": "assert True\n"}) + "\n" for i in range(80)))
+    by_tasks = heldout("compare", base, candidate, "--out", tmp_path / "by_tasks",
+                       "--tasks", task_file)
+    assert by_tasks.returncode == 0, by_tasks.stderr
+    assert "Rests on 80 tasks in 20 groups" in by_tasks.stdout
+
+
+def test_groups_that_disagree_or_a_bad_groups_file_exit_2_naming_the_problem(tmp_path: Path):
+    base, candidate = rollout_files(tmp_path)
+    table = pd.read_parquet(base)
+    table.assign(group="one").to_parquet(base)
+    clash = heldout("compare", base, candidate, "--out", tmp_path / "clash",
+                    "--groups", groups_of_four(tmp_path))
+    assert clash.returncode == 2
+    assert (f"task 't000' is in group 'one' by the 'group' column of {base} and in group "
+            f"'g00' by --groups {tmp_path / 'groups.jsonl'}: one task, one group") in clash.stderr
+    assert "Traceback" not in clash.stderr and not (tmp_path / "clash").exists()
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b'{"task_id": "t000", "group": "g"}\n{"task_id": "t001"}\nnot json\n')
+    refused = heldout("compare", base, candidate, "--out", tmp_path / "bad", "--groups", bad)
+    assert refused.returncode == 2
+    assert f"{bad}:2: not {{\"task_id\": ..., \"group\": ...}} with string values" in \
+        refused.stderr
+    assert f"{bad}:3: not JSON" in refused.stderr and "Traceback" not in refused.stderr

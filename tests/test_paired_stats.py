@@ -69,14 +69,24 @@ def test_with_one_episode_per_task_it_is_the_exact_mcnemar_test(concordant):
             assert result.p_value == pytest.approx(mcnemar_exact(b, c).pvalue, abs=1e-12)
 
 
-@pytest.mark.parametrize(("b", "c"), [(3, 25), (14, 16), (30, 45), (0, 21)])
-def test_beyond_the_exact_limit_mcnemar_is_matched_within_monte_carlo_error(b, c):
+@pytest.mark.parametrize(("b", "c"), [(3, 25), (14, 16), (30, 45), (0, 21), (70, 110),
+                                    (400, 460)])
+def test_one_episode_per_task_is_the_exact_mcnemar_test_at_any_number_of_discordant_tasks(b, c):
     base = np.r_[np.ones(b), np.zeros(c), np.zeros(10)]
     candidate = np.r_[np.zeros(b), np.ones(c), np.zeros(10)]
     result = paired_permutation_test(candidate, base, draws=20_000, seed=3)
-    exact = mcnemar_exact(b, c).pvalue
-    assert not result.exact and result.draws == 20_000
-    assert abs(result.p_value - exact) <= 4 * np.sqrt(exact * (1 - exact) / 20_000) + 1 / 20_001
+    assert result.exact and result.draws is None and result.method.endswith("exact")
+    assert result.p_value == pytest.approx(mcnemar_exact(b, c).pvalue, rel=1e-9)
+    assert result.p_value == pytest.approx(sps.binomtest(c, b + c, 0.5).pvalue, rel=1e-9)
+
+
+def test_units_of_one_size_over_groups_are_binomial_too():
+    # 30 groups of 2 tasks: each group's sum is +2 or -2 (both tasks flip the same way).
+    signs = np.r_[np.ones(20), -np.ones(10)]
+    candidate = np.repeat((signs + 1) / 2, 2)
+    result = paired_permutation_test(candidate, 1 - candidate, groups=np.repeat(range(30), 2))
+    assert result.exact and result.nonzero_units == 30
+    assert result.p_value == pytest.approx(sps.binomtest(20, 30, 0.5).pvalue, rel=1e-9)
 
 
 def test_exact_agreement_with_scipy_permutation_test():
@@ -120,9 +130,10 @@ def test_exact_up_to_20_non_zero_units_then_monte_carlo():
         assert result.draws == (None if exact else 999)
         assert result.method.endswith("exact" if exact else "Monte Carlo with 999 draws")
     # A Monte Carlo p-value counts the observed pattern: never below 1/(1 + draws).
-    far = paired_permutation_test(np.ones(40), np.zeros(40), draws=999)
-    assert far.p_value == 1 / 1000 and far.rejects
-    assert far == paired_permutation_test(np.ones(40), np.zeros(40), draws=999)
+    gains = np.linspace(0.5, 1.0, 40)
+    far = paired_permutation_test(gains, np.zeros(40), draws=999)
+    assert far.p_value == 1 / 1000 and far.rejects and not far.exact
+    assert far == paired_permutation_test(gains, np.zeros(40), draws=999)
     assert paired_permutation_test(np.ones(20), np.zeros(20)).p_value == 2 / 2**20
 
 

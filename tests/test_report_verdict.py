@@ -273,3 +273,21 @@ def test_the_headline_json_round_trips_with_its_verdict_and_gates(build, verdict
     assert again.headline.decision.gates == decision.gates
     assert again.headline == report.headline and again == report
     assert again.to_json() == written
+
+
+def test_a_task_that_ran_one_episode_among_tasks_that_ran_ten_never_decides_by_sample_0():
+    """100 tasks, 10 episodes each but t000 with 1, in both arms. Over every episode the
+    candidate is far better (it passes 8 of 10 where the base passes 2), but at sample 0 the
+    base passes and the candidate fails on every task. The interval and the sign come from the
+    procedure that decides, on every episode, never from sample 0."""
+    ragged = {"t000": 1}
+    base = {f"t{i:03d}": [True] + [k < 1 for k in range(ragged.get(f"t{i:03d}", 10) - 1)]
+            for i in range(100)}
+    candidate = {task: [False] + [k < 8 for k in range(len(episodes) - 1)]
+                 for task, episodes in base.items()}
+    report = build_report(rollouts("base", base), rollouts("step_9", candidate))
+    decision = report.headline.decision
+    assert decision.mcnemar.b == 100 and decision.mcnemar.c == 0  # sample 0: base always
+    assert decision.difference.estimate == pytest.approx((0.6 * 99 - 1) / 100)
+    assert decision.difference.low > 0 and "Newcombe" not in decision.difference.method
+    assert decision.test.rejects and decision.claim == BETTER

@@ -43,7 +43,8 @@ def headline_estimates(
         mismatch = (f"the arms ran different numbers of episodes per task ({episodes.base} and "
                     f"{episodes.candidate} at the fewest): compare at one n")
     decision = decide(
-        arms.base.rates, arms.candidate.rates, n_episodes=min(episodes),
+        arms.base.rates, arms.candidate.rates,
+        n_episodes=np.minimum(*(arm.counts["n"].to_numpy() for arm in arms)),
         base_passed=arms.base.at_sample, candidate_passed=arms.candidate.at_sample,
         groups=labels, truncation=tuple(truncation_rate(arm) for arm in arms),
         rerun_scores=rerun_scores, mismatch=mismatch, seed=seed)

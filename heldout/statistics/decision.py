@@ -166,7 +166,7 @@ def decide(
     base: ArrayLike,
     candidate: ArrayLike,
     *,
-    n_episodes: int,
+    n_episodes: ArrayLike,
     base_passed: ArrayLike,
     candidate_passed: ArrayLike,
     groups: ArrayLike | None = None,
@@ -178,7 +178,10 @@ def decide(
     """Decide the candidate against the base on the same tasks, given in the same order.
 
     base, candidate: per-task pass rates over all episodes, shape (N,). n_episodes: episodes
-    per task (the fewer of the two arms'); with 1 the interval is Newcombe's on the 2×2 table.
+    per task (the fewer of the two arms'), one number or one per task; only when every task
+    ran one is the interval Newcombe's on the 2×2 table at the sample index, so a task that
+    ran one episode among tasks that ran ten never puts the interval and the sign on sample 0
+    while the test uses every episode.
     base_passed, candidate_passed: per task, whether the episode at one fixed sample index
     passed (McNemar's pairs). groups: one label per task (tasks of one repository, family or
     template), or None for independent tasks. truncation: (base, candidate) share of episodes
@@ -194,13 +197,14 @@ def decide(
         raise ValueError(
             f"one rate and one outcome per task in each arm: got {base.size} and "
             f"{candidate.size} rates, {base_passed.size} and {candidate_passed.size} outcomes")
+    episodes = np.broadcast_to(np.asarray(n_episodes, dtype=int), base.shape)
     labels = np.asarray(groups) if groups is not None else None
     grouped = labels is not None and np.unique(labels).size < labels.size
     test = paired_permutation_test(candidate, base, groups=labels if grouped else None,
                                    alpha=ALPHA, seed=seed)
     b = int(np.sum(base_passed & ~candidate_passed))
     c = int(np.sum(~base_passed & candidate_passed))
-    if n_episodes == 1 and not grouped:
+    if episodes.max(initial=1) == 1 and not grouped:
         difference = paired_score_interval(b, c, base.size, CONFIDENCE,
                                            both=int(np.sum(base_passed & candidate_passed)))
     else:
@@ -215,7 +219,7 @@ def decide(
     support = Support(
         tasks=int(base.size),
         groups=int(np.unique(labels).size) if labels is not None else int(base.size),
-        episodes=int(n_episodes),
+        episodes=int(episodes.min()) if episodes.size else 0,
         both_pass=int(np.sum((base == 1) & (candidate == 1))),
         both_fail=int(np.sum((base == 0) & (candidate == 0))),
         mde=mde(sd, int(differences.size), ALPHA, POWER) if sd > 0 else None,

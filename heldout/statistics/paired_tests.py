@@ -85,7 +85,9 @@ def paired_permutation_test(
     signs flip per group, on the group sums: tasks of a group share a source and are not
     independent, so the group is the exchangeable unit (a cluster sign-flip test).
 
-    Exact when m <= EXACT_MAX_UNITS: all 2^m patterns are counted, vectorized over the bits of
+    Exact when every non-zero unit has the same size (one episode per task without groups):
+    the sum is then a binomial count, whatever m. Otherwise exact when m <= EXACT_MAX_UNITS:
+    all 2^m patterns are counted, vectorized over the bits of
     range(2^(m/2)) for each half of the units and paired by binary search. Otherwise
     `draws` patterns are drawn (seeded) and p = (1 + #{|sum| >= |observed|})/(1 + draws), which
     counts the observed pattern among the draws and so never gives 0 (Phipson & Smyth 2010).
@@ -114,10 +116,15 @@ def paired_permutation_test(
     tolerance = _TIE_TOLERANCE * float(np.abs(differences).sum())
     nonzero = sums[np.abs(sums) > tolerance]
     threshold = abs(float(nonzero.sum())) - tolerance
+    # Units of one size (one episode per task, no groups: each discordant task is ±1): the sum
+    # is a binomial count, exact at any number of units.
+    binomial = nonzero.size > EXACT_MAX_UNITS and np.ptp(np.abs(nonzero)) <= tolerance
     # An observed sum of 0 is reached by every pattern: p = 1 exactly, however many units.
-    exact = nonzero.size <= EXACT_MAX_UNITS or threshold <= 0
+    exact = nonzero.size <= EXACT_MAX_UNITS or threshold <= 0 or binomial
     if threshold <= 0:
         p_value = 1.0
+    elif binomial:
+        p_value = _binomial_share(nonzero)
     elif exact:
         p_value = _exact_share(nonzero, threshold)
     else:
@@ -127,6 +134,15 @@ def paired_permutation_test(
     return PermutationTest(float(differences.sum()), float(p_value), int(sums.size),
                            int(nonzero.size), exact, None if exact else int(draws), method,
                            bool(p_value <= alpha))
+
+
+def _binomial_share(values: np.ndarray) -> float:
+    """Share of the 2^m sign patterns of m values of one size a whose |sum| >= the observed
+    |sum|: a pattern with K positive signs sums to a(2K − m), K ~ Binomial(m, 1/2), so it is
+    the two-sided tail P(|2K − m| >= |2k − m|) of the observed count k (the exact sign test)."""
+    positive = int(np.count_nonzero(values > 0))
+    return float(min(1.0, 2 * sps.binom.cdf(min(positive, values.size - positive),
+                                            values.size, 0.5)))
 
 
 def _exact_share(values: np.ndarray, threshold: float) -> float:
