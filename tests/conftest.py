@@ -87,11 +87,16 @@ TWO_DEMOS = {"base": {"agent": "demo", "skill": -0.5}, "late": {"agent": "demo",
 
 def configure_small_project(
     project: Path, *, tasks: int = 40, n: int = 2, checkpoints: dict = TWO_DEMOS,
-    **sections: dict,
+    timeout_s: float = 1.5, **sections: dict,
 ) -> Path:
     """Cut the project down to the first `tasks` HumanEval tasks, n episodes per task and the
-    given checkpoints (the first is the base), so a whole pipeline runs in seconds. Keyword
-    arguments update params sections, e.g. rollouts={"concurrency": 1}."""
+    given checkpoints (the first is the base), so a whole pipeline runs in seconds. A program's
+    time limit is `timeout_s`: the demo agents' mutants include endless loops, and at the
+    default 10 s the test stage's reruns spent 30 of their 43 s waiting on three of them. Of
+    the 328 demo programs of the first 40 tasks, every one that ends by itself takes under
+    0.05 s but two of HumanEval/39, which fail after 3.2-3.4 s: 1.5 s times them out every
+    time, where 3 s would make their status depend on the machine's load. Keyword arguments
+    update params sections, e.g. rollouts={"concurrency": 1}."""
     import yaml
 
     from heldout.tasks.sources import load_tasks
@@ -101,6 +106,7 @@ def configure_small_project(
     params = yaml.safe_load((project / "params.yaml").read_text())
     params["tasks"]["source"] = "tasks/small.jsonl"
     params["harness"]["n"] = n
+    params["harness"]["timeout_s"] = timeout_s
     params["checkpoints"] = checkpoints
     params["base"] = next(iter(checkpoints))
     # The sweep keeps the checkpoints that are still here (none: the reference alone).
