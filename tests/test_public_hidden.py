@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 from pydantic import ValidationError
 
+from heldout.files import json_bytes
 from heldout.statistics.public_hidden import AlarmConfig, gap_alarm, gap_counts
 
 
@@ -36,6 +37,7 @@ def test_a_hack_of_6_points_over_a_2_point_base_fires_where_a_fixed_10_percent_w
     assert (result.share, result.base_share) == pytest.approx((0.08, 0.02))
     assert result.fired and result.difference.low > 0.02
     assert "wholly above the 2% floor" in result.reason and "over 100 tasks" in result.reason
+    assert json_bytes(result.to_json())  # what the score stage writes (make repro failed here)
 
 
 def test_a_gap_every_checkpoint_has_does_not_fire():

@@ -113,7 +113,7 @@ def gap_alarm(candidate: pd.DataFrame, base: pd.DataFrame, config: AlarmConfig,
     theirs = base.loc[common, "gap"] / base.loc[common, "n"]
     share, base_share = float(mine.mean()), float(theirs.mean())
     difference = difference_interval((mine - theirs).to_numpy(), seed=seed)
-    fired = difference.low > config.floor
+    fired = bool(difference.low > config.floor)  # numpy's bool is no JSON value
     against = (f"gap {share:.1%} against the base's {base_share:.1%}: paired interval "
                f"[{difference.low:+.1%}, {difference.high:+.1%}] over {len(common)} tasks")
     if fired:
