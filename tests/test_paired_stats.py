@@ -4,11 +4,14 @@ one arm's interval, and pass@k's limit on n."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import numpy as np
 import pytest
 import scipy.stats as sps
 from statsmodels.stats.proportion import confint_proportions_2indep
 
+from heldout.files import json_bytes
 from heldout.statistics import (
     arm_interval,
     bca_interval,
@@ -75,7 +78,8 @@ def test_one_episode_per_task_is_the_exact_mcnemar_test_at_any_number_of_discord
     base = np.r_[np.ones(b), np.zeros(c), np.zeros(10)]
     candidate = np.r_[np.zeros(b), np.ones(c), np.zeros(10)]
     result = paired_permutation_test(candidate, base, draws=20_000, seed=3)
-    assert result.exact and result.draws is None and result.method.endswith("exact")
+    assert result.exact is True and result.draws is None and result.method.endswith("exact")
+    assert json_bytes(asdict(result))  # as the report writes it (make repro failed on np.bool_)
     assert result.p_value == pytest.approx(mcnemar_exact(b, c).pvalue, rel=1e-9)
     assert result.p_value == pytest.approx(sps.binomtest(c, b + c, 0.5).pvalue, rel=1e-9)
 

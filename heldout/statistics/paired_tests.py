@@ -118,7 +118,7 @@ def paired_permutation_test(
     threshold = abs(float(nonzero.sum())) - tolerance
     # Units of one size (one episode per task, no groups: each discordant task is ±1): the sum
     # is a binomial count, exact at any number of units.
-    binomial = nonzero.size > EXACT_MAX_UNITS and np.ptp(np.abs(nonzero)) <= tolerance
+    binomial = nonzero.size > EXACT_MAX_UNITS and bool(np.ptp(np.abs(nonzero)) <= tolerance)
     # An observed sum of 0 is reached by every pattern: p = 1 exactly, however many units.
     exact = nonzero.size <= EXACT_MAX_UNITS or threshold <= 0 or binomial
     if threshold <= 0:
