@@ -232,12 +232,7 @@ def compare(
         typer.Option(help="Another run of A under new seeds on the same tasks (repeat: A and "
                           "2 reruns make the 3 runs a noise floor needs)."),
     ] = None,
-    groups: Annotated[
-        Path | None,
-        typer.Option(help="A JSON Lines file of {\"task_id\", \"group\"}: tasks of one group "
-                          "(repository, family, template) count as one unit. Groups also come "
-                          "from --tasks and from a 'group' column of a rollout file."),
-    ] = None,
+    groups: samples_cli.GroupsOption = None,
     tasks: samples_cli.TasksOption = None,
     sandbox: samples_cli.SandboxOption = "subprocess",
     timeout_s: samples_cli.TimeoutOption = None,
@@ -248,27 +243,20 @@ def compare(
     """The paired report of B against A from any two rollout or samples files (samples are
     scored first, as `heldout score` does), no pipeline needed."""
     from heldout.report import build_report, headline_markdown, read_rollouts, write_report
-    from heldout.report.groups import read_groups_file, table_groups, task_groups
+    from heldout.report.groups import compare_groups, read_groups_file
     from heldout.report.inputs import rerun_scores
 
     setup = samples_cli.scoring(tasks, sandbox, timeout_s, memory_mb, workers)
-    given_groups = read_groups_file(groups) if groups is not None else []
+    given = (f"--groups {groups}", read_groups_file(groups) if groups else [])  # before scoring
     base, candidate = samples_cli.compare_inputs(base, candidate, out, setup)
     base_table, candidate_table = read_rollouts(base), read_rollouts(candidate)
     report = build_report(
-        base_table,
-        candidate_table,
-        groups=task_groups([
-            (f"--tasks {tasks}", [(task.id, task.group) for task in setup.tasks]),
-            (f"the 'group' column of {base}", table_groups(base_table)),
-            (f"the 'group' column of {candidate}", table_groups(candidate_table)),
-            (f"--groups {groups}", given_groups),
-        ]),
+        base_table, candidate_table,
+        groups=compare_groups((f"--tasks {tasks}", [(t.id, t.group) for t in setup.tasks]),
+                              {base: base_table, candidate: candidate_table}, given),
         rerun_scores=rerun_scores(base_table, [read_rollouts(path) for path in rerun or []]),
-        base_name=base_name,
-        candidate_name=candidate_name,
-        sample=sample,
-        allow_harness_mismatch=allow_harness_mismatch,
+        base_name=base_name, candidate_name=candidate_name,
+        sample=sample, allow_harness_mismatch=allow_harness_mismatch,
     )
     written = write_report(report, out)
     stdout.print(headline_markdown(report), markup=False, highlight=False, soft_wrap=True)

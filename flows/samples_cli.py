@@ -17,6 +17,7 @@ from rich.console import Console
 
 from flows.scoring_options import (  # noqa: F401 - flows/cli.py's compare takes them from here
     CanariesOption,
+    GroupsOption,
     MemoryOption,
     MlflowOption,
     SandboxOption,

@@ -4,6 +4,7 @@ naming the option, exit 2 (flows/usage.py), never a traceback from deep in the s
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -16,6 +17,10 @@ MAX_K = 10**6  # the largest k of pass@k and pass^k
 TasksOption = Annotated[str | None, typer.Option(
     "--tasks", help="The tasks the samples answer: 'humaneval' or a JSONL task file "
                     "(needed for samples files).")]
+GroupsOption = Annotated[Path | None, typer.Option(
+    "--groups", help="A JSON Lines file of {\"task_id\", \"group\"}: tasks of one group "
+                     "(repository, family, template) count as one unit. Groups also come from "
+                     "--tasks and from a 'group' column of a rollout file.")]
 SandboxOption = Annotated[str, typer.Option(
     "--sandbox", help="Sandbox backend that judges the samples: subprocess or docker.")]
 

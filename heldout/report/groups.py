@@ -8,7 +8,7 @@ a silent choice of one.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -67,3 +67,16 @@ def task_groups(sources: Sequence[tuple[str, Iterable[tuple[str, str]]]]) -> dic
                     f"task {task!r} is in group {known[0]!r} by {known[1]} and in group "
                     f"{group!r} by {label}: one task, one group")
     return {task: group for task, (group, _label) in groups.items()} or None
+
+
+def compare_groups(source: tuple[str, Iterable[tuple[str, str]]],
+                   tables: Mapping[Path, pd.DataFrame],
+                   given: tuple[str, Iterable[tuple[str, str]]]) -> dict[str, str] | None:
+    """`heldout compare`'s groups: the task source's and the groups file's (each a label and
+    its (task, group) pairs) and each rollout table's `group` column, checked to agree
+    (task_groups)."""
+    return task_groups([
+        source,
+        *((f"the 'group' column of {path}", table_groups(table)) for path, table in tables.items()),
+        given,
+    ])
