@@ -58,14 +58,14 @@ class Zygote:
 
     def spawn(self, request, fds):
         """Start a program as `request` says, with `fds` as its descriptors 0, 1, ...; its pid."""
-        return self._ask({"spawn": request}, fds)["pid"]
+        return self._ask("start a program", {"spawn": request}, fds)["pid"]
 
     def wait(self, pid, block=True):
         """The wait status of the program `pid`, collected; None if it is still running and
         `block` is False. Block only on a program that ended or was killed."""
-        return self._ask({"wait": pid, "block": block}, ())["status"]
+        return self._ask(f"collect program {pid}", {"wait": pid, "block": block}, ())["status"]
 
-    def _ask(self, request, fds):
+    def _ask(self, action, request, fds):
         try:
             socket.send_fds(self._channel, [json.dumps(request).encode()], list(fds))
             reply = self._channel.recv(_MESSAGE_LIMIT)
@@ -75,7 +75,7 @@ class Zygote:
             raise ZygoteLost("the zygote is gone")
         answer = json.loads(reply)
         if "error" in answer:
-            raise ZygoteLost(f"the zygote could not do {sorted(request)[0]}: {answer['error']}")
+            raise ZygoteLost(f"the zygote could not {action}: {answer['error']}")
         return answer
 
 
