@@ -116,7 +116,8 @@ def test_compare_takes_groups_from_a_file_a_group_column_or_the_task_source(tmp_
                       "--groups", groups_of_four(tmp_path))
     assert grouped.returncode == 0, grouped.stderr
     assert "Rests on 80 tasks in 20 groups" in grouped.stdout
-    assert "sign-flip permutation over 20 groups, exact: p = 0.0625" in grouped.stdout
+    assert ("bootstrap-t over 20 groups of 80 tasks, 9,999 resamples and sign-flip permutation "
+            "over 20 groups, exact, both rejecting (p the larger): p = 0.0625") in grouped.stdout
     assert metrics(tmp_path / "grouped")["test_p"] > 1000 * metrics(tmp_path / "alone")["test_p"]
 
     column = tmp_path / "column"

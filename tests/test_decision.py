@@ -11,6 +11,7 @@ import pytest
 from scipy import stats
 
 from heldout.statistics import Interval, NoiseFloor
+from heldout.statistics.betting import betting_interval
 from heldout.statistics.decision import (
     BETTER,
     HARDEN_THE_SET,
@@ -25,6 +26,7 @@ from heldout.statistics.decision import (
     Decision,
     decide,
 )
+from heldout.statistics.studentized import RESAMPLES
 
 # Reruns 0.40, 0.45, 0.50: sd 0.05, t(2) = 4.303, floor 4.303·0.05·√2 = 0.304.
 WIDE_RERUNS = [0.40, 0.45, 0.50]
@@ -98,9 +100,9 @@ def test_every_episode_counts_where_mcnemars_sample_sees_nothing():
     same = np.ones(100, bool)
     decision = decide(base, candidate, n_episodes=10, base_passed=same, candidate_passed=same)
     assert decision.mcnemar.pvalue == 1.0
-    assert decision.test.rejects and decision.test.p_value < 1e-4
-    assert decision.difference.method == ("BCa bootstrap over 100 tasks, widened to the paired "
-                                          "t-interval where it is wider")
+    # p is the larger of the two tests': the bootstrap-t's smallest, 2/(B + 1).
+    assert decision.test.rejects and decision.test.p_value == 2 / (RESAMPLES + 1)
+    assert decision.difference.method == "bootstrap-t over 100 tasks, 9,999 resamples"
     assert decision.difference.low > 0 and decision.verdict == BETTER
 
 
@@ -149,12 +151,14 @@ def test_groups_are_the_units_when_tasks_come_in_groups():
                       candidate_passed=candidate > 0, groups=groups)
     assert decision.support.groups == 2 and decision.test.units == 2
     assert "2 groups" in decision.difference.method and "2 groups" in decision.test.method
-    # Two groups of five: the group sums of d are 2 and 3, mean 0.5. Resampling two groups
-    # gives means 0.4, 0.5 or 0.6; the cluster-robust t-interval has SE
-    # sqrt(2/1 · (0.5² + 0.5²))/10 = 0.1 on t(1) = 12.71, so two groups tell almost nothing:
-    # [0.5 − 1.271, 1], the hull of both (the task-level interval pretends ten units).
-    assert decision.difference.low == pytest.approx(0.5 - stats.t.ppf(0.975, 1) * 0.1)
-    assert decision.difference.high == 1.0
+    # Two groups of five: the group sums of d are 2 and 3, mean 0.5. The sign-flip test over
+    # two groups reaches |Σ| = 5 in 2 of its 4 patterns: p = 0.5, whatever the bootstrap-t
+    # (which at two units means nothing) says. Below 100 units the interval is widened to
+    # the betting interval over the two groups, which tells almost nothing: it reaches 1.
+    assert decision.test.p_value == 0.5 and not decision.test.rejects
+    betting = betting_interval(candidate - base, groups=groups, seed=0)
+    assert (decision.difference.low, decision.difference.high) == (betting.low, betting.high)
+    assert decision.difference.low < 0 and decision.difference.high == 1.0
     assert decision.verdict == ("not decidable: 10 tasks in 2 groups, fewer than 30: add "
                                 "tasks, not episodes")
 

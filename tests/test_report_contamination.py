@@ -18,7 +18,9 @@ from heldout.contamination.sources import TRAIN_SPLIT_SOURCE
 from heldout.files import json_bytes
 from heldout.report import Decontamination, Report, build_report, headline_markdown, write_report
 from heldout.report.formatting import interval_percent, interval_points, percent, points
-from heldout.statistics.bca import arm_interval, difference_interval
+from heldout.statistics.bca import arm_interval
+from heldout.statistics.betting import betting_interval
+from heldout.statistics.studentized import studentized_test
 from stages import catalog
 from stages.report import read_decontamination
 from tests.test_catalog import stage_body
@@ -63,18 +65,23 @@ def test_the_numbers_without_the_flagged_tasks_are_those_of_the_filtered_tables(
 
     # The same estimators on the tables with the flagged tasks removed before anything else:
     # each arm's pass@1 by arm_interval (Wilson over tasks for the base, whose 37 rates are all
-    # 0 or 1; BCa for the candidate, at 3/4 on t000), the difference by BCa over the tasks'
-    # differences of rates (4 episodes per task, so not Newcombe's interval of one sample).
+    # 0 or 1; BCa for the candidate, at 3/4 on t000), the difference by the bootstrap-t over
+    # the tasks' differences of rates (4 episodes per task, so not Newcombe's interval of one
+    # sample), widened to the betting interval (37 tasks, fewer than 100).
     kept = [table[~table["task_id"].isin(FLAGGED)] for table in tables]
     rates = [table.groupby("task_id")["passed"].mean().sort_index().to_numpy(float)
              for table in kept]
     assert without.pass_at_1.base == arm_interval(rates[0], n_episodes=EPISODES, seed=0)
     assert without.pass_at_1.candidate == arm_interval(rates[1], n_episodes=EPISODES, seed=0)
-    assert without.difference == difference_interval(rates[1] - rates[0], confidence=0.95, seed=0)
+    studentized = studentized_test(rates[1] - rates[0], seed=0).interval
+    betting = betting_interval(rates[1] - rates[0], seed=0)
+    assert (without.difference.low, without.difference.high) == (
+        min(studentized.low, betting.low), max(studentized.high, betting.high))
     assert [without.pass_at_1.base.method, without.pass_at_1.candidate.method,
             without.difference.method] == [
         "wilson over 37 tasks", "BCa bootstrap over 37 tasks",
-        "BCa bootstrap over 37 tasks, widened to the paired t-interval where it is wider"]
+        "bootstrap-t over 37 tasks, 9,999 resamples, widened to the hedged-capital betting "
+        "over 37 tasks (fewer than 100 units)"]
     on_kept = build_report(*kept).headline
     assert without.pass_at_1 == on_kept.pass_at_1
     assert without.difference == on_kept.decision.difference

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 
+import numpy as np
 import pytest
 
 from heldout.files import json_bytes
@@ -18,6 +19,7 @@ from heldout.report import (
     build_report,
     headline_markdown,
 )
+from heldout.statistics.betting import betting_interval
 from heldout.statistics.decision import (
     HARDEN_THE_SET,
     INTERVAL_INCLUDES_ZERO,
@@ -58,8 +60,7 @@ def test_fixing_ten_tasks_of_200_and_breaking_none_is_better(episodes: int):
         assert difference.method == "newcombe paired score"
         assert (difference.low, difference.high) == pytest.approx((0.01829, 0.08145), abs=5e-5)
     else:
-        assert difference.method == (
-            "BCa bootstrap over 200 tasks, widened to the paired t-interval where it is wider")
+        assert difference.method == "bootstrap-t over 200 tasks, 9,999 resamples"
     # The deciding test flips the signs of the 10 differences of +1 (of rates over every
     # episode, so the same at 1 and 3 episodes): only the two all-equal patterns reach
     # |Σ| = 10, p = 2·0.5^10, McNemar's exact p on the 10 discordant pairs at sample 0.
@@ -130,10 +131,14 @@ def test_every_task_passing_in_both_arms_reports_the_exact_bound_and_says_so():
     for interval in headline.pass_at_1:
         assert interval.method == "clopper-pearson: all 20 tasks pass"
         assert (interval.low, interval.high) == pytest.approx((exact_low, 1.0))
+    # Below 100 tasks it is widened to the betting interval, which on 20 zeros is wider.
     difference = headline.decision.difference
-    assert difference.method == "clopper-pearson: all 20 tasks equal"
-    assert (difference.low, difference.high) == pytest.approx(
-        (-(1 - exact_low), 1 - exact_low))
+    assert difference.method.startswith("bootstrap-t over 20 tasks, 9,999 resamples; all 20 "
+                                        "units equal, clopper-pearson bound, widened to the "
+                                        "hedged-capital betting over 20 tasks")
+    betting = betting_interval(np.zeros(20), seed=0)
+    assert (difference.low, difference.high) == (betting.low, betting.high)
+    assert difference.low < -(1 - exact_low) and difference.high > 1 - exact_low
     # The statistics alone find no difference; the gates void the comparison before that: 20
     # tasks are too few, and a set with no task either arm fails cannot show a difference.
     decision = headline.decision
@@ -171,15 +176,22 @@ def test_the_headline_shows_beside_the_verdict_what_it_rests_on():
     assert text.index(f"> {support}") > verdict
 
     # In groups the interval and the test rest on the 40 groups, and the line says so; without
-    # reruns or a protocol card it says there was no floor and gives no access count.
+    # reruns or a protocol card it says there was no floor and gives no access count. The 10
+    # gains fall in 10 of the 40 groups and no group loses: the sign-flip test rejects (p =
+    # 2·0.5^10), but at 40 groups a few groups with large losses could be missing from the
+    # sample, and the betting interval, which assumes nothing else, includes 0.
     grouped = build_report(rollouts("base", base), rollouts("fixed", candidate),
                            groups={f"t{i:03d}": f"g{i % 40}" for i in range(200)})
     assert grouped.headline.notes[0].startswith(
         "Rests on 200 tasks in 40 groups, 1 episode(s) each; ties: 80 pass in both, 110 fail "
         "in both; minimum detectable effect ")
-    assert grouped.headline.notes[0].endswith("; noise floor not measured; gates fired: none.")
+    assert grouped.headline.notes[0].endswith(
+        "; noise floor not measured; gates fired: interval includes 0.")
     assert grouped.headline.decision.test.method == (
-        "sign-flip permutation over 40 groups, exact")
+        "bootstrap-t over 40 groups of 200 tasks, 9,999 resamples and sign-flip permutation "
+        "over 40 groups, exact, both rejecting (p the larger)")
+    assert grouped.headline.decision.test.rejects
+    assert "hedged-capital betting over 40 groups" in grouped.headline.decision.difference.method
 
 
 def test_with_several_episodes_the_flips_follow_the_pass_rates_not_one_sample():
