@@ -227,11 +227,8 @@ def compare(
     candidate_name: Annotated[
         str | None, typer.Option(help="B's label (default: its checkpoint column).")
     ] = None,
-    rerun: Annotated[
-        list[Path] | None,
-        typer.Option(help="Another run of A under new seeds on the same tasks (repeat: A and "
-                          "2 reruns make the 3 runs a noise floor needs)."),
-    ] = None,
+    rerun: samples_cli.RerunOption = None,
+    target_effect: samples_cli.TargetEffectOption = None,
     groups: samples_cli.GroupsOption = None,
     tasks: samples_cli.TasksOption = None,
     sandbox: samples_cli.SandboxOption = "subprocess",
@@ -244,7 +241,7 @@ def compare(
     scored first, as `heldout score` does), no pipeline needed."""
     from heldout.report import build_report, headline_markdown, read_rollouts, write_report
     from heldout.report.groups import compare_groups, read_groups_file
-    from heldout.report.inputs import rerun_scores
+    from heldout.report.inputs import reruns_of
 
     setup = samples_cli.scoring(tasks, sandbox, timeout_s, memory_mb, workers)
     given = (f"--groups {groups}", read_groups_file(groups) if groups else [])  # before scoring
@@ -254,9 +251,9 @@ def compare(
         base_table, candidate_table,
         groups=compare_groups((f"--tasks {tasks}", [(t.id, t.group) for t in setup.tasks]),
                               {base: base_table, candidate: candidate_table}, given),
-        rerun_scores=rerun_scores(base_table, [read_rollouts(path) for path in rerun or []]),
+        reruns=reruns_of(base_table, [read_rollouts(path) for path in rerun or []]),
         base_name=base_name, candidate_name=candidate_name,
-        sample=sample, allow_harness_mismatch=allow_harness_mismatch,
+        sample=sample, allow_harness_mismatch=allow_harness_mismatch, target_effect=target_effect,
     )
     written = write_report(report, out)
     stdout.print(headline_markdown(report), markup=False, highlight=False, soft_wrap=True)

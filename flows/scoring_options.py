@@ -21,6 +21,22 @@ GroupsOption = Annotated[Path | None, typer.Option(
     "--groups", help="A JSON Lines file of {\"task_id\", \"group\"}: tasks of one group "
                      "(repository, family, template) count as one unit. Groups also come from "
                      "--tasks and from a 'group' column of a rollout file.")]
+RerunOption = Annotated[list[Path] | None, typer.Option(
+    "--rerun", help="Another run of A under new seeds on the same tasks (repeat): the runs' "
+                    "drift beyond their episodes' noise is carried in the test.")]
+
+
+def _effect(value: float | None) -> float | None:
+    if value is not None and not 0 < abs(value) <= 1:
+        raise typer.BadParameter(f"an effect is a difference of pass rates in (0, 1] "
+                                 f"(0.05 is 5 points), got {value}")
+    return value
+
+
+TargetEffectOption = Annotated[float | None, typer.Option(
+    "--target-effect", callback=_effect,
+    help="A difference of pass@1 (0.05: 5 points): the report says how many tasks or groups "
+         "the verdict would need to find it with 80% power, at the measured spread and drift.")]
 SandboxOption = Annotated[str, typer.Option(
     "--sandbox", help="Sandbox backend that judges the samples: subprocess or docker.")]
 

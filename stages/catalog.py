@@ -41,7 +41,8 @@ ACCESS = Path("data/test/access.json")
 # The test episodes whole (completions included), sealed for the test key; the rollout files
 # beside it hold outcomes only, for the report.
 SEALED_TEST_EPISODES = Path("data/test/episodes.sealed")
-# pass@1 of each run of the arm rerun for the noise floor (params.reruns).
+# pass@1 of each run of the arm rerun for the run-level drift (params.reruns), and the
+# variance its episodes alone give.
 RERUNS = Path("data/test/reruns.json")
 REPORTS = Path("reports")
 TEST_METRICS = Path("metrics/test.json")

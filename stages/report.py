@@ -19,6 +19,7 @@ from heldout.report import (
     read_rollouts,
     stage_report,
 )
+from heldout.statistics.power import Reruns
 from stages.catalog import (
     ACCESS,
     DECONTAM_REPORT,
@@ -70,10 +71,12 @@ def read_decontamination(root: Path) -> Decontamination:
                            excluded=found["excluded_eval_ids"]["test"])
 
 
-def read_rerun_scores(root: Path) -> list[float] | None:
-    """pass@1 of each run of the arm the test stage reran for the noise floor, or None."""
-    scores = json.loads((root / RERUNS).read_text(encoding="utf-8"))["pass_at_1"]
-    return scores or None
+def read_reruns(root: Path) -> Reruns | None:
+    """The runs of the arm the test stage reran for the run-level drift, or None."""
+    record = json.loads((root / RERUNS).read_text(encoding="utf-8"))
+    if not record["pass_at_1"]:
+        return None
+    return Reruns(tuple(record["pass_at_1"]), record["episode_variance"])
 
 
 def run(root: Path | None = None) -> dict[str, Any]:
@@ -92,7 +95,7 @@ def run(root: Path | None = None) -> dict[str, Any]:
             groups=access["groups"],
             protocol=protocol_card(root, manifest, harness, access),
             decontamination=read_decontamination(root),
-            rerun_scores=read_rerun_scores(root),
+            reruns=read_reruns(root),
         )
         with staged_outputs() as outputs:
             written = stage_report(report, root / REPORTS, outputs)

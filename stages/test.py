@@ -28,12 +28,13 @@ from heldout.custody.keys import CustodyConfig, opening_key, require_team_key
 from heldout.custody.ledger import LedgerStore, read_ledger
 from heldout.custody.lock import AccessKey, TestLock, accesses, models_evaluated, refuse
 from heldout.custody.seal import seal
+from heldout.custody.spend import SpendConfig, spend_refusal, spent_reason
 from heldout.episodes.chunks import ChunkExecutor
 from heldout.episodes.harness import Harness
 from heldout.episodes.rollout import RolloutsConfig, roll_out
 from heldout.episodes.rows import TIMING_COLUMNS, outcome_table, rollout_table
 from heldout.files import json_bytes, staged_outputs
-from heldout.statistics.counts import pass_at_1
+from heldout.statistics.counts import reruns_record
 from stages.access_record import (
     ARMS,
     TIMINGS,
@@ -66,6 +67,7 @@ from stages.common import (
     val_scores_digest,
 )
 from stages.progress import EpisodeProgress
+from stages.val_plan import val_plan
 
 # Set by DVC in every stage command of `dvc exp run`, queued and temporary runs included.
 EXPERIMENT_ENV = "DVC_EXP_NAME"
@@ -87,12 +89,14 @@ class TestConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     reaccess: ReaccessConfig = ReaccessConfig()
+    spend: SpendConfig = SpendConfig()
     experiment: str = ""
 
 
 class RerunsConfig(BaseModel):
-    """`params.reruns`: the noise floor, measured inside the test access by running one arm
-    `runs` times in all (its own episodes first, then under new seeds)."""
+    """`params.reruns`: the run-level drift the verdict carries, measured inside the test
+    access by running one arm `runs` times in all (its own episodes first, then under new
+    seeds)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -103,8 +107,8 @@ class RerunsConfig(BaseModel):
     @classmethod
     def _enough(cls, runs: int) -> int:
         if runs != 0 and runs < 3:
-            raise ValueError("0 (no noise floor) or at least 3: the floor uses t(runs - 1), "
-                             "which is 12.7 at 2 runs")
+            raise ValueError("0 (no run-level drift measured) or at least 3: the runs' spread "
+                             "at 2 rests on one degree of freedom")
         return runs
 
 
@@ -189,11 +193,14 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
         commit = git_commit(root)
         why_not = experiment_refusal(test_config) or check_selection(root, selection, manifest,
                                                                       harness)
+        plan = None if why_not else val_plan(root, names["candidate"], names["base"])
+        why_not = why_not or spend_refusal(plan, names["candidate"], test_config.spend)
         if why_not:
             refuse(root, key, why_not, mlflow_run_id=mlflow_run.run_id, git_commit=commit)
         lock = TestLock(root, key, manifest, test_key=test_key,
                         selection_digest=selection["val_scores_digest"], git_commit=commit,
                         reason=reaccess.reason, reason_for=reaccess.access,
+                        spend=spent_reason(plan, names["candidate"], test_config.spend),
                         mlflow_run_id=mlflow_run.run_id,
                         mlflow_experiment_id=mlflow_run.experiment_id)
         with ExitStack() as held:
@@ -220,7 +227,7 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
                 return rollout_table(names[arm], rows)
 
             tables = {arm: episodes(arm) for arm in ARMS}
-            # The noise floor's reruns belong to this access: the same frozen set, new seeds.
+            # The drift's reruns belong to this access: the same frozen set, new seeds.
             reruns = {f"rerun{r}": episodes(reruns_config.arm, r)
                       for r in range(1, reruns_config.runs)}
             episodes_s = sum(timings)
@@ -240,11 +247,13 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
                 "groups": {t.id: t.group for t in tasks},
                 "inputs": inputs,
             }
+            measured = reruns_record([tables[reruns_config.arm], *reruns.values()]) \
+                if reruns else None
             rerun_record = {
                 "arm": reruns_config.arm, "checkpoint": names[reruns_config.arm],
-                "runs": len(reruns) + 1 if reruns else 0,
-                "pass_at_1": [pass_at_1(table) for table in
-                              ([tables[reruns_config.arm], *reruns.values()] if reruns else [])],
+                "runs": len(measured.scores) if measured else 0,
+                "pass_at_1": list(measured.scores) if measured else [],
+                "episode_variance": measured.episode_variance if measured else None,
             }
             results = {RERUNS: json_bytes(rerun_record),
                        SEALED_TEST_EPISODES: seal(episodes_parquet(tables), test_key.public),

@@ -82,7 +82,7 @@ ROOM_IMPORTS = {
     "sandbox": set(),
     "episodes": {"tasks", "agents", "sandbox"},
     "statistics": {"episodes.rows"},
-    "custody": {"tasks"},
+    "custody": {"tasks", "statistics"},  # spend: the plan is the verdict's rule on val
     "report": {"statistics", "episodes.rows"},
 }
 # The README's public names from before the regrouping, each re-exporting its new home.

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from scipy import stats
 
 from tests.test_report import OTHER_HARNESS, passing, rollouts
 
@@ -72,7 +71,7 @@ def test_a_missing_or_unreadable_file_exits_2_naming_it(tmp_path: Path):
         assert "Traceback" not in done.stderr
 
 
-def test_reruns_of_the_base_give_the_noise_floor_and_must_be_the_same_tasks(tmp_path: Path):
+def test_reruns_of_the_base_give_the_run_drift_and_must_be_the_same_tasks(tmp_path: Path):
     base, candidate = rollout_files(tmp_path)
     reruns = []
     for number, passes in enumerate((range(18), range(22)), start=1):
@@ -81,10 +80,13 @@ def test_reruns_of_the_base_give_the_noise_floor_and_must_be_the_same_tasks(tmp_
     done = heldout("compare", base, candidate, "--out", tmp_path / "out",
                    *[arg for path in reruns for arg in ("--rerun", path)])
     assert done.returncode == 0, done.stderr
-    floor = json.loads((tmp_path / "out/report.json").read_text())["headline"]["noise_floor"]
-    # pass@1 of the three runs: 20/80, 18/80, 22/80; sd = 2/80; t(2) at 95% = 4.3027.
-    assert floor["n_runs"] == 3
-    assert floor["floor"] == pytest.approx(stats.t.ppf(0.975, 2) * (2 / 80) * 2 ** 0.5)
+    drift = json.loads((tmp_path / "out/report.json").read_text())["headline"]["run_drift"]
+    # pass@1 of the three runs: 20/80, 18/80, 22/80; sd = 2/80. Pooled, t018-t021 pass 2 or
+    # 1 of 3 (a run's variance 1/3 each), the rest 3 or 0: the episodes explain
+    # (4/3)/80² = 0.00020833, and τ = √(0.025² − 0.00020833) = 0.020412.
+    assert drift["n_runs"] == 3 and drift["run_sd"] == pytest.approx(2 / 80)
+    assert drift["episode_sd"] == pytest.approx(((4 / 3) / 80**2) ** 0.5)
+    assert drift["tau"] == pytest.approx((0.025**2 - (4 / 3) / 80**2) ** 0.5)
 
     rollouts("base", passing(79, range(20))).to_parquet(reruns[0])
     refused = heldout("compare", base, candidate, "--out", tmp_path / "other",

@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from heldout.statistics import Interval, NoiseFloor
+from heldout.statistics import Interval, Reruns
 from heldout.statistics.betting import betting_interval
 from heldout.statistics.decision import (
     BETTER,
+    FEW_FAILURE_CAPABLE,
     HARDEN_THE_SET,
     INTERVAL_INCLUDES_ZERO,
     NO_DIFFERENCE,
@@ -21,17 +22,18 @@ from heldout.statistics.decision import (
     TEST_DOES_NOT_REJECT,
     TOO_FEW_UNITS,
     TRUNCATION_IMBALANCE,
-    WITHIN_NOISE_FLOOR,
     WORSE,
     Decision,
     decide,
+    units_for,
 )
 from heldout.statistics.studentized import RESAMPLES
 
-# Reruns 0.40, 0.45, 0.50: sd 0.05, t(2) = 4.303, floor 4.303·0.05·√2 = 0.304.
-WIDE_RERUNS = [0.40, 0.45, 0.50]
-# Reruns 0.50, 0.51, 0.52: sd 0.01, floor 4.303·0.01·√2 = 0.061.
-NARROW_RERUNS = [0.50, 0.51, 0.52]
+# Runs 0.40, 0.45, 0.50 with an episode variance of 0.0012: run sd 0.05, and a drift of
+# τ = √(0.05² − 0.0012) = √0.0013 = 0.03606 the episodes do not explain.
+WIDE_RERUNS = Reruns((0.40, 0.45, 0.50), 0.0012)
+# Runs 0.50, 0.51, 0.52 whose spread (sd 0.01) the episodes explain (√0.0004 = 0.02): τ = 0.
+NARROW_RERUNS = Reruns((0.50, 0.51, 0.52), 0.0004)
 Z_SUM = stats.norm.ppf(0.975) + stats.norm.ppf(0.8)  # two-sided α = 0.05, power 0.8
 
 
@@ -106,24 +108,45 @@ def test_every_episode_counts_where_mcnemars_sample_sees_nothing():
     assert decision.difference.low > 0 and decision.verdict == BETTER
 
 
-def test_within_the_noise_floor_it_is_held_back_though_its_interval_excludes_0():
-    decision = decide_on(passes(200, range(80)), passes(200, range(90)),
-                         rerun_scores=WIDE_RERUNS)
-    assert decision.floor.floor == pytest.approx(4.3027 * 0.05 * math.sqrt(2), rel=1e-4)
-    assert decision.difference.low > 0 and names(decision) == [WITHIN_NOISE_FLOOR]
-    assert decision.gates[0].message == "the difference is within the noise floor of 30.4 points"
-    assert decision.verdict == NO_DIFFERENCE
-    cleared = decide_on(passes(200, range(80)), passes(200, range(140)),
-                        rerun_scores=NARROW_RERUNS)
-    assert cleared.verdict == BETTER
+def test_run_level_drift_is_carried_in_the_test_and_the_interval_not_a_second_hurdle():
+    # +5 points on 200 tasks (se 0.0155 over tasks) under a drift of τ = 0.03606: each arm's
+    # run may be shifted by that much, so the difference carries √(0.0155² + 2τ²) = 0.0533
+    # and neither the test nor the interval can tell +5 from 0.
+    alone = decide_on(passes(200, range(80)), passes(200, range(90)))
+    drifting = decide_on(passes(200, range(80)), passes(200, range(90)), reruns=WIDE_RERUNS)
+    assert drifting.drift.tau == pytest.approx(math.sqrt(0.0013))
+    assert drifting.drift.run_sd == pytest.approx(0.05) and drifting.drift.n_runs == 3
+    assert alone.verdict == BETTER
+    assert names(drifting) == [TEST_DOES_NOT_REJECT, INTERVAL_INCLUDES_ZERO]
+    assert "run-level drift sd 5.1 points" in drifting.test.method
+    half = 1.96 * math.sqrt(0.21849**2 / 200 + 2 * 0.0013)
+    assert drifting.difference.high - drifting.difference.low == pytest.approx(2 * half, rel=0.1)
+    # +30 points clears it.
+    assert decide_on(passes(200, range(80)), passes(200, range(140)),
+                     reruns=WIDE_RERUNS).verdict == BETTER
 
 
-def test_the_floor_gate_is_strict_at_the_floor_itself():
-    decision = decide_on(passes(200, range(80)), passes(200, range(120)))
-    at_floor = replace(decision, floor=NoiseFloor(0.2, 0.03, 3, 4.3))
-    assert at_floor.verdict == BETTER
-    assert names(replace(decision, floor=NoiseFloor(0.2000001, 0.03, 3, 4.3))) == [
-        WITHIN_NOISE_FLOOR]
+def test_reruns_whose_spread_the_episodes_explain_change_nothing():
+    # The paired test already holds the episode noise: counting it again (as the noise floor
+    # did, t(2)·sd·√2 = 6.1 points here) would hide this +5.
+    alone = decide_on(passes(200, range(80)), passes(200, range(90)))
+    explained = decide_on(passes(200, range(80)), passes(200, range(90)), reruns=NARROW_RERUNS)
+    assert explained.drift.tau == 0 and explained.verdict == BETTER
+    assert (explained.test, explained.difference) == (alone.test, alone.difference)
+
+
+def test_the_minimum_detectable_effect_is_the_verdicts_own():
+    # 10 differences of 1 among 200: sd 0.21849. With the drift: (z.975 + z.8)·√(sd²/N + 2τ²).
+    decision = decide_on(passes(200, range(80)), passes(200, range(90)), reruns=WIDE_RERUNS)
+    assert decision.support.mde == pytest.approx(
+        Z_SUM * math.sqrt(0.21849**2 / 200 + 2 * 0.0013), rel=1e-4)
+    # Below 100 units the betting interval decides: √(2 log 40) = 2.716 in place of 1.960.
+    small = decide_on(passes(60, range(20)), passes(60, range(30)))
+    sd = float(np.std(np.r_[np.ones(10), np.zeros(50)], ddof=1))
+    assert small.support.mde == pytest.approx(
+        (math.sqrt(2 * math.log(40)) + stats.norm.ppf(0.8)) * sd / math.sqrt(60), rel=1e-9)
+    assert units_for(0.05, 0.21849, 0.0) == math.ceil((Z_SUM * 0.21849 / 0.05) ** 2)
+    assert units_for(0.05, 0.21849, 0.03) is None  # 2τ²·Z² > 0.05²: drift alone is too much
 
 
 @pytest.mark.parametrize(("low", "high", "verdict"), [
@@ -164,11 +187,32 @@ def test_groups_are_the_units_when_tasks_come_in_groups():
 
 
 def test_a_set_too_easy_to_fail_says_harden_the_set():
-    # 200 tasks, both pass the first 165, the candidate 10 more: 35 tasks either arm fails.
-    decision = decide_on(passes(200, range(165)), passes(200, range(175)))
+    # 200 tasks, both pass the first 175, the candidate 10 more: 25 tasks either arm fails.
+    decision = decide_on(passes(200, range(175)), passes(200, range(185)))
     assert decision.claim == BETTER and names(decision) == [HARDEN_THE_SET]
-    assert decision.verdict == ("not decidable: only 35 tasks that either arm ever fails "
-                                "(fewer than 50): harden the set")
+    assert decision.verdict == ("not decidable: only 25 tasks that either arm ever fails "
+                                "(fewer than 30): harden the set")
+
+
+def test_30_to_49_tasks_either_arm_fails_is_a_caveat_not_a_void():
+    # Both pass the first 165, the candidate 10 more: 35 tasks either arm fails.
+    decision = decide_on(passes(200, range(165)), passes(200, range(175)))
+    assert names(decision) == [FEW_FAILURE_CAPABLE] and decision.verdict == BETTER
+    assert decision.caveats == ["only 35 tasks that either arm ever fails (fewer than 50): the "
+                                "verdict rests on few tasks that can move"]
+    assert decision.gates[0].warns and not decision.gates[0].voids
+
+
+def test_a_significant_harm_is_reported_through_every_gate_but_arms_not_run_alike():
+    # 20 tasks (too few) with 20 losses and no gain: a gain there would be void, a harm is not.
+    small = decide_on(passes(20, range(20)), passes(20, range(0)))
+    assert small.claim == WORSE and small.verdict == WORSE
+    assert small.caveats[0].startswith("20 tasks in 20 groups, fewer than 30")
+    gained = decide_on(passes(20, range(0)), passes(20, range(20)))
+    assert gained.claim == BETTER and gained.verdict.startswith("not decidable: 20 tasks")
+    mismatched = decide_on(passes(20, range(20)), passes(20, range(0)),
+                           mismatch="the arms ran under different harnesses")
+    assert mismatched.verdict == "not decidable: the arms ran under different harnesses"
 
 
 def test_a_ceiling_below_twice_the_mde_says_harden_the_set():
@@ -180,9 +224,15 @@ def test_a_ceiling_below_twice_the_mde_says_harden_the_set():
                       candidate_passed=np.ones(100, bool))
     mde = Z_SUM * np.std(candidate - base, ddof=1) / 10
     assert decision.support.mde == pytest.approx(mde)
-    assert decision.verdict == (
-        f"not decidable: the base leaves 5.0 points to gain, less than twice the minimum "
-        f"detectable effect ({100 * mde:.1f}): harden the set")
+    gate = ("the base leaves 5.0 points to gain, less than twice the minimum detectable "
+            f"effect ({100 * mde:.1f}): harden the set")
+    # The candidate is significantly worse (−15 points): a harm is reported through the gate.
+    assert decision.verdict == WORSE and decision.caveats == [gate]
+    # 90 tasks +0.05, 10 tasks −0.35 (sd 0.127, MDE 3.6 points): no harm found, so void.
+    mixed = decide(base, np.where(np.arange(100) < 90, 1.0, 0.6), n_episodes=20,
+                   base_passed=np.ones(100, bool), candidate_passed=np.ones(100, bool))
+    assert mixed.claim == NO_DIFFERENCE
+    assert mixed.verdict.startswith("not decidable: the base leaves 5.0 points to gain")
 
 
 @pytest.mark.parametrize(("truncation", "fires"), [
@@ -205,9 +255,9 @@ def test_one_arm_truncated_far_more_voids_the_verdict(truncation, fires):
 def test_arms_not_run_alike_are_not_compared_and_voiding_gates_come_first():
     decision = decide_on(passes(20, range(5)), passes(20, range(5, 10)),
                          mismatch="the arms ran under different harnesses",
-                         rerun_scores=WIDE_RERUNS)
+                         reruns=WIDE_RERUNS)
     assert names(decision) == [NOT_COMPARABLE, TOO_FEW_UNITS, HARDEN_THE_SET,
-                               TEST_DOES_NOT_REJECT, INTERVAL_INCLUDES_ZERO, WITHIN_NOISE_FLOOR]
+                               TEST_DOES_NOT_REJECT, INTERVAL_INCLUDES_ZERO]
     assert decision.verdict == "not decidable: the arms ran under different harnesses"
     assert all(gate.voids for gate in decision.gates[:3])
     assert not any(gate.voids for gate in decision.gates[3:])

@@ -14,6 +14,7 @@ import pytest
 from heldout.episodes.rows import rollout_table
 from heldout.files import json_bytes
 from heldout.report import (
+    BETTER,
     NO_DIFFERENCE,
     Report,
     ReportInputError,
@@ -23,9 +24,11 @@ from heldout.report import (
 )
 from heldout.report.document import Section, Table, report_document
 from heldout.report.figures import checkpoints_pass_at_k_figure, pass_k_figure
+from heldout.report.inputs import reruns_of
 from heldout.report.render import render_markdown
 from heldout.report.sections import Crossing, Dropped, PerArm
 from heldout.statistics.counts import IncomparableRolloutsError
+from heldout.statistics.power import Reruns
 from tests.browser import render
 
 HARNESS = "a" * 64
@@ -129,17 +132,26 @@ def test_errored_episodes_are_failures_counted_separately():
         headline_markdown(report)
 
 
-def test_a_noise_floor_wider_than_the_effect_holds_the_verdict_back():
+def test_reruns_carry_their_drift_beyond_the_episodes_into_the_verdict():
     base, candidate = rollouts("base", passing(200, range(80))), rollouts(
         "fixed", passing(200, range(90)))
-    # Reruns 0.40, 0.45, 0.50: sd 0.05, t(2) = 4.303, floor 4.303·0.05·√2 = 0.304.
-    report = build_report(base, candidate, rerun_scores=[0.40, 0.45, 0.50])
+    # Three runs of the base at pass@1 0.40, 0.45, 0.50 (sd 0.05). Pooled, t080-t089 pass 2
+    # of 3 and t090-t099 1 of 3, each p̂(1 − p̂)·3/2 = 1/3 a run's variance, the rest 0: the
+    # episodes explain Σ/N² = (20/3)/200² = 1/6000 of the runs' 0.0025, and the drift is
+    # τ = √(0.0025 − 1/6000) = 0.04830.
+    reruns = reruns_of(base, [rollouts("base", passing(200, range(90))),
+                              rollouts("base", passing(200, range(100)))])
+    assert reruns.scores == pytest.approx((0.40, 0.45, 0.50))
+    assert reruns.episode_variance == pytest.approx(1 / 6000)
+    report = build_report(base, candidate, reruns=reruns)
     headline = report.headline
-    assert headline.decision.floor.floor == pytest.approx(4.3027 * 0.05 * math.sqrt(2),
-                                                          rel=1e-4)
-    assert headline.decision.difference.low > 0
-    assert report.verdict == NO_DIFFERENCE and "noise floor" in headline.reason
-    assert "noise floor of 30.4 points (from 3 reruns)" in headline.rule
+    assert headline.decision.drift.tau == pytest.approx(math.sqrt(0.0025 - 1 / 6000))
+    assert report.metrics["run_drift"] == pytest.approx(headline.decision.drift.tau)
+    assert build_report(base, candidate).verdict == BETTER
+    assert report.verdict == NO_DIFFERENCE and "> 0.05; the interval includes 0" in headline.reason
+    assert "carrying the run-level drift measured by 3 runs" in headline.rule
+    with pytest.raises(ReportInputError, match="rerun 1 holds other tasks"):
+        reruns_of(base, [rollouts("base", passing(100, range(50)))])
 
 
 def test_pass_at_k_curves_that_cross_say_where():
@@ -249,18 +261,18 @@ def test_a_protocol_harness_other_than_the_rollouts_is_a_headline_warning():
 
 def every_section_filled() -> Report:
     """A report with something in every optional part: a dropped task, an errored and a
-    truncated episode, groups of several tasks, a noise floor and the protocol card."""
+    truncated episode, groups of several tasks, a run-level drift and the protocol card."""
     base = rollouts("base", {**passing(30, range(10), 3), "only-base": [True] * 3},
                     statuses={("t000", 0): "error"})
     candidate = rollouts("fixed", passing(30, range(18), 3), statuses={("t001", 1): "truncated"})
     return build_report(base, candidate, groups={f"t{i:03d}": f"g{i % 4}" for i in range(30)},
-                        rerun_scores=[0.40, 0.45, 0.50], protocol=PROTOCOL)
+                        reruns=Reruns((0.40, 0.45, 0.50), 0.001), protocol=PROTOCOL)
 
 
 def test_report_json_reads_back_into_the_same_typed_report(tmp_path: Path):
     report = every_section_filled()
     assert report.tasks.dropped.base.count == 1 and report.beneath.groups is not None
-    assert report.headline.decision.floor is not None and report.headline.notes
+    assert report.headline.decision.drift is not None and report.headline.notes
     write_report(report, tmp_path)
     written = (tmp_path / "report.json").read_bytes()
     again = Report.from_json(json.loads(written))

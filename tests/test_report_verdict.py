@@ -27,8 +27,8 @@ from heldout.statistics.decision import (
     TEST_DOES_NOT_REJECT,
     TOO_FEW_UNITS,
     TRUNCATION_IMBALANCE,
-    WITHIN_NOISE_FLOOR,
 )
+from heldout.statistics.power import Reruns
 from tests.test_report import (
     OTHER_HARNESS,
     PROTOCOL,
@@ -37,6 +37,9 @@ from tests.test_report import (
     passing,
     rollouts,
 )
+
+# Three runs of pass@1 0.40, 0.45, 0.50 whose episodes explain a variance of 0.0012.
+DRIFTING = Reruns((0.40, 0.45, 0.50), 0.0012)
 
 
 @pytest.mark.parametrize("episodes", [1, 3])
@@ -149,7 +152,7 @@ def test_every_task_passing_in_both_arms_reports_the_exact_bound_and_says_so():
                                                                     HARDEN_THE_SET]
     text = headline_markdown(report)
     assert "exact Clopper-Pearson bound" in text and "zero-width" in text
-    assert ("also only 0 tasks that either arm ever fails (fewer than 50): harden the set; by "
+    assert ("also only 0 tasks that either arm ever fails (fewer than 30): harden the set; by "
             "the statistics alone: ") in text
     assert report.power.mde is None
 
@@ -159,24 +162,26 @@ def test_every_task_passing_in_both_arms_reports_the_exact_bound_and_says_so():
 
 
 def test_the_headline_shows_beside_the_verdict_what_it_rests_on():
-    # fixed_ten_of_200 with three reruns and the protocol card (its test set opened once).
-    # MDE (z.975 + z.8)·sd/√N = 2.8016 · 0.21849/√200 = 0.04328; the noise floor t(2)·sd·√2 =
-    # 4.3027 · 0.05 · √2 = 0.3043; ties: t000-t079 pass in both, t090-t199 fail in both.
+    # fixed_ten_of_200 with three runs and the protocol card (its test set opened once). The
+    # runs' sd 0.05 of which the episodes explain √0.0012 = 0.0346: drift τ = √0.0013 = 0.0361.
+    # The verdict's MDE (z.975 + z.8)·√(sd²/N + 2τ²) = 2.8016 · √(0.21849²/200 + 0.0026) =
+    # 0.1493; ties: t000-t079 pass in both, t090-t199 fail in both.
     base, candidate = passing(200, range(80)), passing(200, range(90))
     report = build_report(rollouts("base", base), rollouts("fixed", candidate),
-                          rerun_scores=[0.40, 0.45, 0.50], protocol=PROTOCOL)
+                          reruns=DRIFTING, protocol=PROTOCOL)
     support = ("Rests on 200 tasks in 200 groups, 1 episode(s) each; ties: 80 pass in both, "
-               "110 fail in both; minimum detectable effect 4.3 points; noise floor 30.4 "
-               "points (3 runs); test accesses so far: 1; gates fired: within the noise floor.")
+               "110 fail in both; minimum detectable effect of the verdict 14.9 points; "
+               "run-level drift 3.6 points (3 runs, spread 5.0 of which episodes explain 3.5); "
+               "test accesses so far: 1; gates fired: the paired test does not reject, "
+               "interval includes 0.")
     assert report.headline.notes[0] == support
-    assert report.headline.decision.support.mde == pytest.approx(0.043284, abs=1e-6)
+    assert report.headline.decision.support.mde == pytest.approx(0.14927, abs=1e-5)
     text = headline_markdown(report)
-    verdict = text.index("**Verdict: no difference detected: the difference is within the "
-                         "noise floor of 30.4 points")
+    verdict = text.index("**Verdict: no difference detected: ")
     assert text.index(f"> {support}") > verdict
 
     # In groups the interval and the test rest on the 40 groups, and the line says so; without
-    # reruns or a protocol card it says there was no floor and gives no access count. The 10
+    # reruns or a protocol card it says there was no drift and gives no access count. The 10
     # gains fall in 10 of the 40 groups and no group loses: the sign-flip test rejects (p =
     # 2·0.5^10), but at 40 groups a few groups with large losses could be missing from the
     # sample, and the betting interval, which assumes nothing else, includes 0.
@@ -184,9 +189,9 @@ def test_the_headline_shows_beside_the_verdict_what_it_rests_on():
                            groups={f"t{i:03d}": f"g{i % 40}" for i in range(200)})
     assert grouped.headline.notes[0].startswith(
         "Rests on 200 tasks in 40 groups, 1 episode(s) each; ties: 80 pass in both, 110 fail "
-        "in both; minimum detectable effect ")
+        "in both; minimum detectable effect of the verdict ")
     assert grouped.headline.notes[0].endswith(
-        "; noise floor not measured; gates fired: interval includes 0.")
+        "; run-level drift not measured; gates fired: interval includes 0.")
     assert grouped.headline.decision.test.method == (
         "bootstrap-t over 40 groups of 200 tasks, 9,999 resamples and sign-flip permutation "
         "over 40 groups, exact, both rejecting (p the larger)")
@@ -256,8 +261,8 @@ def truncated_base() -> Report:
     (fixed_ten_of_200, BETTER, []),
     (lambda: build_report(rollouts("base", passing(200, range(80))),
                           rollouts("fixed", passing(200, range(90))),
-                          rerun_scores=[0.40, 0.45, 0.50]),
-     NO_DIFFERENCE, [WITHIN_NOISE_FLOOR]),
+                          reruns=DRIFTING),
+     NO_DIFFERENCE, [TEST_DOES_NOT_REJECT, INTERVAL_INCLUDES_ZERO]),
     (lambda: build_report(rollouts("base", passing(20, range(5))),
                           rollouts("fixed", passing(20, range(8)))),
      "not decidable: 20 tasks in 20 groups, fewer than 30: add tasks, not episodes",
@@ -267,7 +272,7 @@ def truncated_base() -> Report:
     (truncated_base, "not decidable: the base was truncated in 10.0% of episodes, more than "
                      "twice the other arm's 0.0%: budgets, not skill, may decide the difference",
      [TRUNCATION_IMBALANCE]),
-], ids=["better", "within-floor", "too-few-tasks", "harness-mismatch", "truncation"])
+], ids=["better", "drifting", "too-few-tasks", "harness-mismatch", "truncation"])
 def test_the_headline_json_round_trips_with_its_verdict_and_gates(build, verdict, gates):
     report = build()
     decision = report.headline.decision

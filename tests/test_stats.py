@@ -18,20 +18,22 @@ from statsmodels.stats.proportion import proportion_confint
 
 from heldout.statistics import (
     Interval,
+    Reruns,
     clopper_pearson_interval,
     design_effect,
     mcnemar_exact,
     mde,
-    noise_floor,
     paired_bootstrap,
     pass_at_k,
     pass_hat_k,
     required_tasks,
+    run_drift,
     summarize_counts,
     task_bootstrap_ci,
     task_bootstrap_se,
     wilson_interval,
 )
+from heldout.statistics.power import episode_variance, required_units, verdict_mde
 
 
 def exact_pass_at_k(n: int, c: int, k: int) -> Fraction:
@@ -468,7 +470,7 @@ def test_design_effect_edges():
 
 
 # --------------------------------------------------------------------------------------------
-# Power and noise floor
+# Power and run-level drift
 
 
 def test_required_tasks_and_mde():
@@ -499,23 +501,42 @@ def test_power_rejects_bad_input(call, message):
         call()
 
 
-def test_noise_floor():
-    result = noise_floor([0.50, 0.52, 0.51])
-    assert result.t_critical == pytest.approx(4.302653, abs=1e-6)
-    assert result.run_sd == pytest.approx(0.01, abs=1e-15)
-    assert result.floor == pytest.approx(4.302653 * 0.01 * math.sqrt(2), abs=1e-8)
-    assert result.n_runs == 3
+def test_run_drift_is_the_runs_spread_net_of_their_episodes():
+    result = run_drift(Reruns((0.50, 0.53, 0.56), 0.0005))
+    assert result.run_sd == pytest.approx(0.03) and result.n_runs == 3
+    assert result.episode_sd == pytest.approx(math.sqrt(0.0005))
+    assert result.tau == pytest.approx(math.sqrt(0.0009 - 0.0005))
+    # A spread the episodes explain is no drift at all.
+    assert run_drift(Reruns((0.50, 0.51, 0.52), 0.0004)).tau == 0
 
 
-def test_noise_floor_warns_with_two_runs_and_needs_two():
-    with pytest.warns(UserWarning, match="12.71"):
-        result = noise_floor([0.5, 0.54])
-    assert result.floor == pytest.approx(12.7062 * 0.04, abs=1e-4)
-    with pytest.raises(ValueError, match="at least 2 reruns"):
-        noise_floor([0.5])
+def test_episode_variance_of_pooled_runs():
+    # Two tasks over 3 runs of 2 episodes: 3 of 6 and 6 of 6 passed. Task 1: p̂ = 1/2, one
+    # run's rate has variance 0.25·6/5/2 = 0.15; task 2: 0. pass@1's: 0.15/2² = 0.0375.
+    assert episode_variance([3, 6], [6, 6], runs=3) == pytest.approx(0.0375)
+    with pytest.raises(ValueError, match=">= 2 runs"):
+        episode_variance([1], [1], runs=1)
+
+
+def test_run_drift_warns_with_two_runs_and_needs_two():
+    with pytest.warns(UserWarning, match="one degree of freedom"):
+        run_drift(Reruns((0.5, 0.54), 0.0))
+    with pytest.raises(ValueError, match="at least 2 runs"):
+        run_drift(Reruns((0.5,), 0.0))
+    with pytest.raises(ValueError, match="episode variance"):
+        run_drift(Reruns((0.5, 0.54, 0.52), -1.0))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        noise_floor([0.5, 0.54, 0.52])
+        run_drift(Reruns((0.5, 0.54, 0.52), 0.0))
+
+
+def test_verdict_mde_and_required_units_are_inverse():
+    z = sps.norm.ppf(0.975)
+    assert verdict_mde(0.3, 100, 0.0, z) == pytest.approx(mde(0.3, 100))
+    for effect, tau in [(0.05, 0.0), (0.05, 0.01), (0.1, 0.02)]:
+        units = required_units(effect, 0.3, tau, z)
+        assert verdict_mde(0.3, units, tau, z) <= effect < verdict_mde(0.3, units - 1, tau, z)
+    assert required_units(0.05, 0.3, 0.02, z) is None  # 2.8²·2·0.02² = 0.0063 > 0.05²
 
 
 # --------------------------------------------------------------------------------------------
@@ -599,7 +620,7 @@ def test_heldout_stats_re_exports_the_statistics_api_unchanged():
 
     documented = {"pass_at_k", "pass_hat_k", "wilson_interval", "clopper_pearson_interval",
                   "task_bootstrap_ci", "paired_bootstrap", "mcnemar_exact", "design_effect",
-                  "mde", "required_tasks", "noise_floor", "summarize_counts", "Interval"}
+                  "mde", "required_tasks", "run_drift", "summarize_counts", "Interval"}
     assert documented <= set(heldout.stats.__all__)
     for name in heldout.stats.__all__:
         assert getattr(heldout.stats, name) is getattr(heldout.statistics, name)

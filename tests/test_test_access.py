@@ -149,7 +149,7 @@ def test_test_completions_never_sit_in_plain_text(project: Path):
     reruns = json.loads((project / catalog.RERUNS).read_text())["runs"] - 1
     base_episodes = int((episodes["checkpoint"] == "base").sum())
     assert sum(row.startswith("sealed:") for row in stored) == len(episodes) + (
-        reruns * base_episodes), "every test episode, the noise floor's reruns included"
+        reruns * base_episodes), "every test episode, the drift's reruns included"
 
 
 def test_the_outcome_files_quote_nothing_of_the_hidden_tests_and_the_seal_keeps_it(
@@ -299,7 +299,7 @@ def test_heldout_key_shows_the_public_half_and_never_the_secret(monkeypatch):
     assert "22" * 32 not in shown.stdout and TEST_KEY_HEX not in shown.stdout
 
 
-# --- the noise floor, inside the access ------------------------------------------------------
+# --- the run-level drift, inside the access ------------------------------------------------
 
 
 def test_the_base_reruns_under_new_seeds_inside_the_one_access(project: Path):
@@ -312,12 +312,15 @@ def test_the_base_reruns_under_new_seeds_inside_the_one_access(project: Path):
     assert outcomes(project) == ["opened", "closed"]
     assert access["accesses_of_this_test_version"] == 1
     decontaminate.run(project)  # the report reads what decontamination flagged
-    floor = report_stage.run(project)["headline"]["noise_floor"]
-    assert floor["n_runs"] == 3 and floor["floor"] > 0
+    assert 0 <= reruns["episode_variance"] < 0.25
+    drift = report_stage.run(project)["headline"]["run_drift"]
+    assert drift["n_runs"] == 3 and drift["episode_sd"] == pytest.approx(
+        reruns["episode_variance"] ** 0.5)
 
 
-def test_two_runs_are_not_a_noise_floor(project: Path):
+def test_two_runs_are_not_enough_to_measure_drift(project: Path):
     set_params(project, "reruns", runs=2)
-    with pytest.raises(ParamsError, match=r"reruns.runs: .*0 \(no noise floor\) or at least 3"):
+    with pytest.raises(ParamsError, match=r"reruns.runs: .*0 \(no run-level drift measured\) or "
+                                          "at least 3"):
         test_stage.run(project)
     assert outcomes(project) == []

@@ -98,12 +98,15 @@ class TestLock:
 
     def __init__(self, root: Path, key: AccessKey, manifest: dict[str, Any], *,
                  test_key: TestKey, selection_digest: str, git_commit: str, reason: str = "",
-                 reason_for: str = "", mlflow_run_id: str | None = None,
+                 reason_for: str = "", spend: str = "", mlflow_run_id: str | None = None,
                  mlflow_experiment_id: str | None = None):
         self.root, self.key, self.manifest, self.test_key = root, key, manifest, test_key
         self.ledger = root / LEDGER
         self.reason, self.reason_for = reason.strip(), reason_for.strip()
+        # spend: why the split was opened though the val plan said it would not decide
+        # (heldout.custody.spend), "" when the plan held.
         self.context = {"selection_digest": selection_digest, "git_commit": git_commit,
+                        "spend": spend,
                         "mlflow_run_id": mlflow_run_id,
                         "mlflow_experiment_id": mlflow_experiment_id}
         self.outcome = ""

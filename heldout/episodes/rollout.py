@@ -77,7 +77,8 @@ def roll_out(
     """Every episode of one agent on these tasks, resumed from the cache where it can be, the
     rest run in chunks by `execute` (default: rollouts.concurrency threads of this process).
     With `sealing_key`, the cache keeps these episodes encrypted (heldout.episodes.cache);
-    `rerun` > 0 draws every episode's seed anew (heldout.episodes.seeds), for the noise floor."""
+    `rerun` > 0 draws every episode's seed anew (heldout.episodes.seeds), for the run-level
+    drift."""
     check_scorer_version(tasks, harness)
     work = EpisodeWork(label, settings, agent_context(harness, root), harness)
     make_agent(label, settings, work.context)  # bad settings fail here, before any chunk ships

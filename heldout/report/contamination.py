@@ -25,6 +25,7 @@ from heldout.report.formatting import (
 )
 from heldout.report.inputs import Arm
 from heldout.report.sections import Contamination, FlaggedTask, PerArm, WithoutFlagged
+from heldout.statistics.power import Reruns
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ def contamination_section(
     found: Decontamination,
     *,
     groups: Mapping[str, str] | None,
-    rerun_scores: Sequence[float] | None,
+    reruns: Reruns | None,
     mismatch: str | None,
     seed: int,
 ) -> Contamination:
@@ -65,7 +66,7 @@ def contamination_section(
     without = None
     if scored and keep.any():
         estimates = headline_estimates(arms.map(lambda arm: _only(arm, keep)), groups=groups,
-                                       rerun_scores=rerun_scores, mismatch=mismatch, seed=seed)
+                                       reruns=reruns, mismatch=mismatch, seed=seed)
         without = WithoutFlagged(
             tasks=int(keep.sum()),
             pass_at_1=estimates.pass_at_1,

@@ -10,7 +10,7 @@ heldout.statistics, and the unit of uncertainty is the task, never the episode.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +51,7 @@ from heldout.statistics.decision import (
     Decision,
 )
 from heldout.statistics.estimators import pass_at_k, pass_hat_k
+from heldout.statistics.power import Reruns
 from heldout.statistics.summary import CountsSummary
 
 SCHEMA = "heldout.report/2"  # /2: the verdict rule of issue 15 (test, support, gates)
@@ -237,8 +238,8 @@ class Report:
         }
         if self.power.mde is not None:
             metrics["mde"] = self.power.mde
-        if decision.floor is not None:
-            metrics["noise_floor"] = decision.floor.floor
+        if decision.drift is not None:
+            metrics["run_drift"] = decision.drift.tau
         if self.contamination is not None:
             metrics |= _contamination_metrics(self.contamination)
         # Six significant digits, not decimals: a p-value of 1e-9 must not print as 0.
@@ -295,9 +296,10 @@ def build_report(
     sample: int = 0,
     allow_harness_mismatch: bool = False,
     groups: Mapping[str, str] | None = None,
-    rerun_scores: Sequence[float] | None = None,
+    reruns: Reruns | None = None,
     protocol: ProtocolCard | Mapping[str, Any] | None = None,
     decontamination: Decontamination | None = None,
+    target_effect: float | None = None,
     seed: int = 0,
 ) -> Report:
     """The paired report of `candidate` against `base`, two rollout tables (heldout.episodes.episode
@@ -308,13 +310,13 @@ def build_report(
     `allow_harness_mismatch`, and then the mismatch is in the headline. Errored episodes are
     failures, counted separately. McNemar's exact test uses the episode with index `sample`
     of every task. `groups` maps task id to group (a task it omits is its own group);
-    `rerun_scores` are pass@1 scores of ≥ 2 reruns of one unchanged version, from which the
-    noise floor the verdict must clear is computed; `protocol` (see ProtocolCard) is copied
+    `reruns` are ≥ 2 runs of one unchanged version (heldout.report.inputs.reruns_of), whose
+    run-level drift the test and the interval carry; `protocol` (see ProtocolCard) is copied
     into the report and rendered as the protocol card. `decontamination` lists the task ids a
     training corpus holds a copy of (heldout.report.contamination): compared ones are marked,
     and pass@1 and the difference are also given without them; None (the default) says nothing
-    about contamination. Names default to each table's `checkpoint`. `seed` seeds every
-    bootstrap.
+    about contamination. `target_effect`: the report also says how many tasks (or groups) it
+    needs. Names default to each table's `checkpoint`. `seed` seeds every bootstrap.
     """
     protocol_card = protocol_copy(protocol) if protocol is not None else None
     paired = pair_arms(base, candidate, names=(base_name, candidate_name), sample=sample,
@@ -325,11 +327,11 @@ def build_report(
     mismatch = None if harness.match else (
         "the arms ran under different harnesses, so part of any difference may be the "
         "harness's")
-    estimates = headline_estimates(arms, groups=groups, rerun_scores=rerun_scores,
+    estimates = headline_estimates(arms, groups=groups, reruns=reruns,
                                    mismatch=mismatch, seed=seed)
     summaries, decision = estimates.summaries, estimates.decision
     contamination = None if decontamination is None else contamination_section(
-        arms, decontamination, groups=groups, rerun_scores=rerun_scores, mismatch=mismatch,
+        arms, decontamination, groups=groups, reruns=reruns, mismatch=mismatch,
         seed=seed)
     flips = _flips(arms, groups, contamination)
     beneath = beneath_section(arms, summaries, flips.tasks)
@@ -358,7 +360,7 @@ def build_report(
         flips=flips,
         pass_at_k=curve(arms, pass_at_k, ks, seed),
         pass_hat_k=curve(arms, pass_hat_k, ks, seed),
-        power=power_section(arms, decision),
+        power=power_section(arms, decision, target_effect),
         beneath=beneath,
         protocol=protocol_card,
         contamination=contamination,

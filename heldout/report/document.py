@@ -241,12 +241,18 @@ def _power(report: Report) -> Section:
         ["tasks", str(power.tasks)],
         ["paired standard deviation of per-task differences",
          f"{100 * power.paired_sd:.1f} points" if power.paired_sd is not None else "0"],
-        [f"minimum detectable effect ({power.power:.0%} power, two-sided α = {power.alpha})",
+        [f"minimum detectable effect of the verdict ({power.power:.0%} power, two-sided "
+         f"α = {power.alpha})",
          mde_text],
         ["observed difference", f"{points(power.observed_effect)} points"],
-        [f"tasks the observed difference needs for {power.power:.0%} power",
+        [f"tasks (or groups) the observed difference needs for {power.power:.0%} power",
          str(required) if required is not None else "not estimable"],
     ]
+    if power.target_effect is not None:
+        rows.append([f"tasks (or groups) a {points(power.target_effect)}-point effect needs "
+                     f"(--target-effect)",
+                     str(power.target_units) if power.target_units is not None else
+                     "none: the run-level drift alone keeps it out of reach"])
     blocks: list[Block] = [Table(["", "value"], rows)]
     blocks += [Paragraph(text, "warning") for text in power.warnings]
     return Section("power", "Power", blocks)

@@ -5,7 +5,7 @@ ones flagged as contaminated) goes through here, so the numbers are comparable b
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,6 +15,7 @@ from heldout.report.sections import PerArm
 from heldout.statistics.bca import arm_interval
 from heldout.statistics.decision import Decision, decide
 from heldout.statistics.intervals import Interval
+from heldout.statistics.power import Reruns
 from heldout.statistics.summary import CountsSummary, summarize_counts
 
 
@@ -27,7 +28,7 @@ class HeadlineEstimates:
 
 def headline_estimates(
     arms: PerArm[Arm], *, groups: Mapping[str, str] | None,
-    rerun_scores: Sequence[float] | None, mismatch: str | None, seed: int
+    reruns: Reruns | None, mismatch: str | None, seed: int
 ) -> HeadlineEstimates:
     summaries = arms.map(lambda arm: summarize_counts(
         arm.counts["c"].to_numpy(), arm.counts["n"].to_numpy(), [1], seed=seed))
@@ -47,7 +48,7 @@ def headline_estimates(
         n_episodes=np.minimum(*(arm.counts["n"].to_numpy() for arm in arms)),
         base_passed=arms.base.at_sample, candidate_passed=arms.candidate.at_sample,
         groups=labels, truncation=tuple(truncation_rate(arm) for arm in arms),
-        rerun_scores=rerun_scores, mismatch=mismatch, seed=seed)
+        reruns=reruns, mismatch=mismatch, seed=seed)
     return HeadlineEstimates(summaries, pass_at_1, decision)
 
 

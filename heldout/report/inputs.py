@@ -13,7 +13,12 @@ from heldout.episodes.rows import STATUSES
 from heldout.errors import HeldoutError
 from heldout.report.formatting import short_fingerprint
 from heldout.report.sections import ROLES, Dropped, EpisodeSpan, Harness, PerArm, Tasks
-from heldout.statistics.counts import IncomparableRolloutsError, pass_at_1, per_task_counts
+from heldout.statistics.counts import (
+    IncomparableRolloutsError,
+    per_task_counts,
+    reruns_record,
+)
+from heldout.statistics.power import Reruns
 
 REQUIRED_COLUMNS = ("task_id", "sample", "harness", "passed", "status")
 
@@ -235,9 +240,11 @@ def pair_arms(
     return PairedArms(PerArm(*arms), tasks, harness)
 
 
-def rerun_scores(first: pd.DataFrame, reruns: list[pd.DataFrame]) -> list[float] | None:
-    """pass@1 of a run and its reruns, for the noise floor; None without reruns. Reruns of
-    other tasks than the run's would measure the task set, not the seeds: refused."""
+def reruns_of(first: pd.DataFrame, reruns: list[pd.DataFrame]) -> Reruns | None:
+    """A run and its reruns (heldout.statistics.power.Reruns): each one's pass@1, and the
+    variance one run's pass@1 has from its episodes, from every run's episodes pooled; None
+    without reruns. Reruns of other tasks than the run's would measure the task set, not the
+    seeds: refused."""
     if not reruns:
         return None
     tasks = set(first["task_id"])
@@ -247,4 +254,4 @@ def rerun_scores(first: pd.DataFrame, reruns: list[pd.DataFrame]) -> list[float]
                 f"rerun {number} holds other tasks than the base's rollouts "
                 f"({len(set(table['task_id']) ^ tasks)} differ): a rerun is the same tasks "
                 "under new seeds")
-    return [pass_at_1(table) for table in (first, *reruns)]
+    return reruns_record([first, *reruns])

@@ -7,9 +7,8 @@ from __future__ import annotations
 from heldout.report.formatting import points, pvalue
 from heldout.report.inputs import Arm
 from heldout.report.sections import PerArm, Power
-from heldout.statistics.decision import ALPHA, NO_DIFFERENCE, POWER, Decision
+from heldout.statistics.decision import ALPHA, NO_DIFFERENCE, POWER, Decision, units_for
 from heldout.statistics.paired_tests import mcnemar_exact
-from heldout.statistics.power import mde, required_tasks
 
 # A paired test is usually trusted from 10 differing pairs on; with 5 or fewer the exact test
 # cannot reach p < 0.05 whichever way they fall (2·0.5^5 = 0.0625).
@@ -22,12 +21,21 @@ def paired_sd(arms: PerArm[Arm]) -> float | None:
     return float(per_task.std(ddof=1)) if per_task.size > 1 else None
 
 
-def power_section(arms: PerArm[Arm], decision: Decision) -> Power:
+def power_section(arms: PerArm[Arm], decision: Decision,
+                  target_effect: float | None = None) -> Power:
+    """The verdict's own minimum detectable effect (heldout.statistics.decision: the paired sd
+    over its units, the run-level drift, the betting interval's width below 100 units), the
+    tasks or groups the observed difference, and `target_effect` if given, would need."""
     tasks = len(arms.base.rates)
     effect = decision.difference.estimate
     sd = paired_sd(arms) or 0.0
     spread = sd > 0
-    detectable = mde(sd, tasks, ALPHA, POWER) if spread else None
+    detectable = decision.support.mde
+    tau = decision.drift.tau if decision.drift is not None else 0.0
+
+    def needed(target: float) -> int | None:
+        return units_for(target, decision.support.unit_sd, tau)
+
     warnings = []
     if not spread:
         warnings.append(
@@ -58,7 +66,9 @@ def power_section(arms: PerArm[Arm], decision: Decision) -> Power:
         paired_sd=sd if spread else None,
         mde=detectable,
         observed_effect=effect,
-        required_tasks=required_tasks(sd, effect, ALPHA, POWER) if spread and effect else None,
+        required_tasks=needed(effect) if spread and effect else None,
         underpowered=discordant < FEW_DISCORDANT or below_mde,
         warnings=warnings,
+        target_effect=target_effect,
+        target_units=needed(target_effect) if target_effect else None,
     )

@@ -12,7 +12,7 @@ from typing import Any, Generic, Self, TypeVar
 from heldout.statistics.decision import Decision, Support
 from heldout.statistics.intervals import Interval
 from heldout.statistics.paired_tests import McNemarResult, PermutationTest
-from heldout.statistics.power import DesignEffect, NoiseFloor
+from heldout.statistics.power import DesignEffect, RunDrift
 
 ROLES = ("base", "candidate")
 T = TypeVar("T")
@@ -133,7 +133,7 @@ class Headline:
                            "standard_error": self.standard_error},
             "test": asdict(decision.test),
             "mcnemar": {"sample": self.sample, **asdict(decision.mcnemar)},
-            "noise_floor": None if decision.floor is None else asdict(decision.floor),
+            "run_drift": None if decision.drift is None else asdict(decision.drift),
             "support": {**asdict(decision.support),  # a list, as JSON reads it back
                         "truncation": list(decision.support.truncation)},
             "mismatch": decision.mismatch,
@@ -148,11 +148,11 @@ class Headline:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Headline:
         mcnemar = {key: value for key, value in data["mcnemar"].items() if key != "sample"}
-        floor, support = data["noise_floor"], dict(data["support"])
+        drift, support = data["run_drift"], dict(data["support"])
         support["truncation"] = tuple(support["truncation"])
         decision = Decision(Interval.from_json(data["difference"]),
                             PermutationTest(**data["test"]), McNemarResult(**mcnemar),
-                            None if floor is None else NoiseFloor(**floor), Support(**support),
+                            None if drift is None else RunDrift(**drift), Support(**support),
                             data["mismatch"])
         if decision.verdict != data["verdict"]:
             raise ValueError(f"headline: the verdict {data['verdict']!r} is not what the rule "
@@ -269,9 +269,11 @@ class Power(_FlatRecord):
     paired_sd: float | None  # None when every task has the same difference
     mde: float | None
     observed_effect: float
-    required_tasks: int | None
+    required_tasks: int | None  # tasks (or groups) the observed difference needs
     underpowered: bool
     warnings: list[str]
+    target_effect: float | None = None  # asked for (`heldout compare --target-effect`)
+    target_units: int | None = None  # tasks (or groups) it needs; None: out of reach
 
 
 @dataclass(frozen=True)

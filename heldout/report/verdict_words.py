@@ -3,24 +3,24 @@ it rests on. Only wording: heldout.statistics.decision decides."""
 
 from __future__ import annotations
 
-from heldout.report.formatting import interval_points, points, pvalue
+from heldout.report.formatting import interval_points, pvalue
 from heldout.report.protocol import ProtocolCard
 from heldout.statistics.decision import ALPHA, CONFIDENCE, NOT_DECIDABLE, Decision
 
 
 def rule_words(decision: Decision) -> str:
-    floor = decision.floor
+    drift = decision.drift
     return (
         f'"better" or "worse" only when the paired test ({decision.test.method}) rejects at '
-        f"{ALPHA:.2g}, the {CONFIDENCE:.0%} interval of the difference excludes 0"
-        + (f", the difference clears the noise floor of {100 * floor.floor:.1f} points (from "
-           f"{floor.n_runs} reruns)" if floor else " (no reruns were given, so no noise floor "
-                                                     "applies)")
-        + ' and no gate voids the comparison (fewer than 30 tasks or groups, fewer than 50 '
+        f"{ALPHA:.2g} and the {CONFIDENCE:.0%} interval of the difference excludes 0"
+        + (f", both carrying the run-level drift measured by {drift.n_runs} runs" if drift
+           else " (no reruns were given, so no run-level drift is carried)")
+        + ', and no gate voids the comparison (fewer than 30 tasks or groups, fewer than 30 '
         "tasks either arm ever fails or a ceiling below twice the minimum detectable effect, "
         "one arm truncated more than twice as often, arms not run alike); otherwise \"no "
-        'difference detected", or "not decidable" naming the gate. pass@1 is the one '
-        "comparison fixed in advance; every other number is secondary"
+        'difference detected", or "not decidable" naming the gate. A significant "worse" is '
+        "reported through any gate but arms not run alike. pass@1 is the one comparison fixed "
+        "in advance; every other number is secondary"
     )
 
 
@@ -28,7 +28,8 @@ def reason_words(decision: Decision) -> str:
     """Why the verdict is what it is: the gates that fired, or every condition met."""
     difference, test = decision.difference, decision.test
     shown = f"{interval_points(difference.low, difference.high)} points"
-    holding = [gate for gate in decision.gates if not gate.voids]
+    holding = [gate for gate in decision.gates if not gate.voids and not gate.warns]
+    caveats = "".join(f"; despite: {caveat}" for caveat in decision.caveats)
     if decision.verdict.startswith(NOT_DECIDABLE):
         # The verdict itself names the first voiding gate: the reason adds the others.
         also = [f"also {gate.message}" for gate in decision.gates if gate.voids][1:]
@@ -36,23 +37,24 @@ def reason_words(decision: Decision) -> str:
                       if holding else f"by the statistics alone it would be {decision.claim}")
         return "; ".join([*also, statistics])
     if holding:
-        return "; ".join(gate.message for gate in holding) + f" (interval {shown})"
+        return "; ".join(gate.message for gate in holding) + f" (interval {shown})" + caveats
     return (f"p = {pvalue(test.p_value)} ({test.method}), the interval {shown} excludes 0"
-            + (f" and {points(difference.estimate)} points clears the noise floor"
-               if decision.floor else ""))
+            + caveats)
 
 
 def support_words(decision: Decision, protocol: ProtocolCard | None) -> str:
-    """What the verdict rests on, beside it: tasks, groups, ties, power, floor, accesses."""
-    support, floor = decision.support, decision.floor
+    """What the verdict rests on, beside it: tasks, groups, ties, power, drift, accesses."""
+    support, drift = decision.support, decision.drift
     accesses = ((protocol or {}).get("test_access") or {}).get("opened")
     return (
         f"Rests on {support.tasks} tasks in {support.groups} groups, {support.episodes} "
         f"episode(s) each; ties: {support.both_pass} pass in both, {support.both_fail} fail in "
-        f"both; minimum detectable effect "
+        f"both; minimum detectable effect of the verdict "
         + (f"{100 * support.mde:.1f} points" if support.mde is not None else "not estimable")
-        + "; noise floor "
-        + (f"{100 * floor.floor:.1f} points ({floor.n_runs} runs)" if floor else "not measured")
+        + "; run-level drift "
+        + (f"{100 * drift.tau:.1f} points ({drift.n_runs} runs, spread "
+           f"{100 * drift.run_sd:.1f} of which episodes explain {100 * drift.episode_sd:.1f})"
+           if drift else "not measured")
         + (f"; test accesses so far: {accesses}" if accesses is not None else "")
         + "; gates fired: " + (", ".join(gate.name for gate in decision.gates) or "none") + "."
     )

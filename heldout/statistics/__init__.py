@@ -12,7 +12,7 @@ cites its sources in its docstrings.
 - bca: BCa intervals over tasks or groups (the cluster bootstrap), one arm's pass@1 interval
 - paired_tests: the sign-flip permutation test (over tasks or groups), Newcombe's paired score
   interval, the paired bootstrap of a difference, the exact McNemar test
-- power: design effect, minimum detectable effect, tasks required, noise floor of reruns
+- power: design effect, minimum detectable effect, tasks required, run-level drift of reruns
 - summary: one version's per-task counts summarized
 - decision: the verdict on a candidate against its base, and the gates it must pass
 - counts, selection: per-task counts from rollout rows; choosing a checkpoint on validation
@@ -39,11 +39,12 @@ from heldout.statistics.paired_tests import (
 )
 from heldout.statistics.power import (
     DesignEffect,
-    NoiseFloor,
+    Reruns,
+    RunDrift,
     design_effect,
     mde,
-    noise_floor,
     required_tasks,
+    run_drift,
 )
 from heldout.statistics.summary import CountsSummary, summarize_counts
 
@@ -52,21 +53,22 @@ __all__ = [
     "DesignEffect",
     "Interval",
     "McNemarResult",
-    "NoiseFloor",
     "PermutationTest",
+    "Reruns",
+    "RunDrift",
     "arm_interval",
     "bca_interval",
     "clopper_pearson_interval",
     "design_effect",
     "mcnemar_exact",
     "mde",
-    "noise_floor",
     "paired_bootstrap",
     "paired_permutation_test",
     "paired_score_interval",
     "pass_at_k",
     "pass_hat_k",
     "required_tasks",
+    "run_drift",
     "summarize_counts",
     "task_bootstrap_ci",
     "task_bootstrap_se",

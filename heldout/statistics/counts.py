@@ -15,6 +15,7 @@ import pandas as pd
 
 from heldout.episodes.rows import FAILURES
 from heldout.errors import HeldoutError
+from heldout.statistics.power import Reruns, episode_variance
 from heldout.statistics.summary import summarize_counts
 
 COUNT_COLUMNS = ("n", "c", *(failure.count for failure in FAILURES))
@@ -44,6 +45,15 @@ def pass_at_1(rollouts: pd.DataFrame) -> float:
     """The task average of per-task pass rates of one run (errored episodes are failures)."""
     counts = per_task_counts(rollouts)
     return float((counts["c"] / counts["n"]).mean())
+
+
+def reruns_record(runs: Iterable[pd.DataFrame]) -> Reruns:
+    """Runs of one version on the same tasks as a Reruns record: each one's pass@1, and the
+    variance one run's pass@1 has from its episodes, from every run's episodes pooled."""
+    runs = list(runs)
+    pooled = combine_counts(per_task_counts(table) for table in runs)
+    return Reruns(tuple(pass_at_1(table) for table in runs),
+                  episode_variance(pooled["c"].to_numpy(), pooled["n"].to_numpy(), len(runs)))
 
 
 def combine_counts(parts: Iterable[pd.DataFrame]) -> pd.DataFrame:

@@ -3,10 +3,13 @@
 The rule, fixed before the test split is opened (DESIGN §5), stated once and applied by the
 pipeline's report and `heldout compare` alike:
 
-"better" or "worse" only when (1) the paired test rejects at ALPHA, (2) the difference's
-interval at CONFIDENCE excludes 0, (3) the difference clears the noise floor where reruns
-measured one, and (4) no gate voids the comparison; otherwise "no difference detected", or
-"not decidable: …" naming the first gate that voided it.
+"better" or "worse" only when (1) the paired test rejects at ALPHA and (2) the difference's
+interval at CONFIDENCE excludes 0, both carrying the run-level drift where reruns measured it,
+and (3) no gate voids the comparison; otherwise "no difference detected", or "not decidable:
+…" naming the first gate that voided it. A significant "worse" is reported whatever gate
+fired, but for arms not run alike: a gate may hide a gain, never a harm. The gates that plan
+(too few tasks or groups, a set too easy) are checked on the validation split before the test
+split is opened (heldout.custody.spend); here they stand as caveats on what was spent.
 
 The test uses every episode. With one episode per task and no groups it is the exact sign
 test on the discordant tasks (the exact McNemar test, also reported at one sample index) with
@@ -34,6 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy import stats as sps
 
 from heldout.statistics.betting import betting_interval
 from heldout.statistics.intervals import Interval
@@ -44,7 +48,7 @@ from heldout.statistics.paired_tests import (
     paired_permutation_test,
     paired_score_interval,
 )
-from heldout.statistics.power import NoiseFloor, mde, noise_floor
+from heldout.statistics.power import Reruns, RunDrift, required_units, run_drift, verdict_mde
 from heldout.statistics.studentized import studentized_test
 
 BETTER, WORSE, NO_DIFFERENCE = "better", "worse", "no difference detected"
@@ -55,6 +59,9 @@ ALPHA = 1 - CONFIDENCE
 POWER = 0.8
 MIN_UNITS = 30  # tasks, and groups: below this the interval's own coverage is not to be trusted
 MIN_FAILURE_CAPABLE = 50  # tasks some arm fails at least once: fewer cannot show a difference
+# From this many to MIN_FAILURE_CAPABLE failure-capable tasks the verdict stands with a
+# warning; below it the comparison is void.
+WARN_FAILURE_CAPABLE = 30
 TRUNCATION_RATIO = 2.0
 TRUNCATION_FLOOR = 0.02  # a truncation rate below 2% is too rare to void anything
 # Below this many tasks or groups the interval is widened to the betting interval: in
@@ -65,12 +72,13 @@ BETTING_BELOW = 100
 # Gates that hold the verdict at "no difference detected", in the order the rule checks them.
 TEST_DOES_NOT_REJECT = "the paired test does not reject"
 INTERVAL_INCLUDES_ZERO = "interval includes 0"
-WITHIN_NOISE_FLOOR = "within the noise floor"
 # Gates that void the comparison ("not decidable").
 TOO_FEW_UNITS = "too few tasks or groups"
 HARDEN_THE_SET = "harden the set"
 TRUNCATION_IMBALANCE = "one arm truncated far more"
 NOT_COMPARABLE = "not comparable"
+# Gates that only warn: the verdict stands, with the caveat beside it.
+FEW_FAILURE_CAPABLE = "few tasks either arm fails"
 
 
 @dataclass(frozen=True)
@@ -78,6 +86,7 @@ class Gate:
     name: str
     message: str
     voids: bool  # True: "not decidable"; False: the verdict holds at "no difference detected"
+    warns: bool = False  # True (and voids False): the verdict stands, with this caveat
 
 
 @dataclass(frozen=True)
@@ -89,10 +98,12 @@ class Support:
     episodes: int  # per task, the fewer of the two arms'
     both_pass: int  # tasks both arms passed in every episode (ties)
     both_fail: int  # tasks both arms failed in every episode (ties)
-    mde: float | None  # minimum detectable effect at ALPHA and POWER, from the paired sd over
-    # the test's units (tasks, or groups)
+    mde: float | None  # the verdict's minimum detectable effect at ALPHA and POWER: from the
+    # paired sd over the test's units (tasks, or groups), the run-level drift, and the
+    # betting interval's wider critical value below BETTING_BELOW units
     base_pass_at_1: float
     truncation: tuple[float, float]  # (base, candidate) share of episodes truncated
+    unit_sd: float = 0.0  # sd of the differences over the test's units (tasks, or groups)
 
     @property
     def failure_capable(self) -> int:
@@ -106,7 +117,8 @@ class Decision:
     difference: candidate − base, the mean over tasks of per-task pass rates, with its
         interval at CONFIDENCE. test: the deciding paired test on every episode. mcnemar: the
         exact McNemar test at one sample index (b: tasks only the base passed there, c: only
-        the candidate). floor: from reruns of one unchanged version, or None. support: the
+        the candidate). drift: the run-level drift that reruns of one unchanged version
+        measured, carried in the test and the interval, or None. support: the
         tasks, groups, ties and power the verdict rests on. mismatch: why the arms are not
         comparable (different harness or episodes per task), or None.
     """
@@ -114,29 +126,38 @@ class Decision:
     difference: Interval
     test: PermutationTest
     mcnemar: McNemarResult
-    floor: NoiseFloor | None
+    drift: RunDrift | None
     support: Support
     mismatch: str | None = None
 
     @property
     def claim(self) -> str:
-        """better, worse or no difference by the statistics alone: the test, the interval and
-        the floor, before any gate that voids the comparison."""
-        if any(not gate.voids for gate in self.gates):
+        """better, worse or no difference by the statistics alone (the test and the interval),
+        before any gate that voids the comparison."""
+        if self._holding_gates():
             return NO_DIFFERENCE
         return BETTER if self.difference.estimate > 0 else WORSE
 
     @property
     def gates(self) -> tuple[Gate, ...]:
-        """Every gate that fired, the voiding ones first, each in the rule's order."""
-        return (*self._voiding_gates(), *self._holding_gates())
+        """Every gate that fired: the voiding ones first, then the holding ones, then the
+        warnings, each in the rule's order."""
+        return (*self._voiding_gates(), *self._holding_gates(), *self._warning_gates())
 
     @property
     def verdict(self) -> str:
-        voided = next((gate for gate in self.gates if gate.voids), None)
-        if voided is not None:
-            return f"{NOT_DECIDABLE}: {voided.message}"
+        voiding = [gate for gate in self.gates if gate.voids]
+        harm = self.claim == WORSE and all(gate.name != NOT_COMPARABLE for gate in voiding)
+        if voiding and not harm:
+            return f"{NOT_DECIDABLE}: {voiding[0].message}"
         return self.claim
+
+    @property
+    def caveats(self) -> list[str]:
+        """What the verdict stands despite: the warnings, and the voiding gates a significant
+        "worse" was reported through."""
+        stood = self.verdict == WORSE
+        return [gate.message for gate in self.gates if gate.warns or (stood and gate.voids)]
 
     def _holding_gates(self) -> list[Gate]:
         fired = []
@@ -145,10 +166,16 @@ class Decision:
                               f"{self.test.p_value:.3g} > {ALPHA:.2g}", False))
         if self.difference.low <= 0 <= self.difference.high:
             fired.append(Gate(INTERVAL_INCLUDES_ZERO, "the interval includes 0", False))
-        if self.floor is not None and abs(self.difference.estimate) < self.floor.floor:
-            fired.append(Gate(WITHIN_NOISE_FLOOR, f"the difference is within the noise floor "
-                              f"of {100 * self.floor.floor:.1f} points", False))
         return fired
+
+    def _warning_gates(self) -> list[Gate]:
+        capable = self.support.failure_capable
+        if WARN_FAILURE_CAPABLE <= capable < MIN_FAILURE_CAPABLE:
+            return [Gate(FEW_FAILURE_CAPABLE, (
+                f"only {capable} tasks that either arm ever fails (fewer than "
+                f"{MIN_FAILURE_CAPABLE}): the verdict rests on few tasks that can move"),
+                False, warns=True)]
+        return []
 
     def _voiding_gates(self) -> list[Gate]:
         support, fired = self.support, []
@@ -159,10 +186,10 @@ class Decision:
                 f"{support.tasks} tasks in {support.groups} groups, fewer than {MIN_UNITS}: "
                 "add tasks, not episodes"), True))
         ceiling = 1 - support.base_pass_at_1
-        if support.failure_capable < MIN_FAILURE_CAPABLE:
+        if support.failure_capable < WARN_FAILURE_CAPABLE:
             fired.append(Gate(HARDEN_THE_SET, (
                 f"only {support.failure_capable} tasks that either arm ever fails (fewer than "
-                f"{MIN_FAILURE_CAPABLE}): harden the set"), True))
+                f"{WARN_FAILURE_CAPABLE}): harden the set"), True))
         elif support.mde is not None and ceiling < 2 * support.mde:
             fired.append(Gate(HARDEN_THE_SET, (
                 f"the base leaves {100 * ceiling:.1f} points to gain, less than twice the "
@@ -186,7 +213,7 @@ def decide(
     candidate_passed: ArrayLike,
     groups: ArrayLike | None = None,
     truncation: tuple[float, float] = (0.0, 0.0),
-    rerun_scores: ArrayLike | None = None,
+    reruns: Reruns | None = None,
     mismatch: str | None = None,
     seed: int | None = 0,
 ) -> Decision:
@@ -200,9 +227,9 @@ def decide(
     base_passed, candidate_passed: per task, whether the episode at one fixed sample index
     passed (McNemar's pairs). groups: one label per task (tasks of one repository, family or
     template), or None for independent tasks. truncation: (base, candidate) share of episodes
-    cut short by a budget. rerun_scores: pass@1 of ≥ 2 runs of one unchanged version, for the
-    noise floor (heldout.statistics.power.noise_floor), or None. mismatch: why the arms are not
-    comparable, or None. `seed` seeds the resampling.
+    cut short by a budget. reruns: ≥ 2 runs of one unchanged version, whose run-level drift
+    (heldout.statistics.power.run_drift) the test and the interval carry, or None. mismatch:
+    why the arms are not comparable, or None. `seed` seeds the resampling.
     """
     base, candidate = np.asarray(base, dtype=float), np.asarray(candidate, dtype=float)
     base_passed = np.asarray(base_passed, dtype=bool)
@@ -219,12 +246,14 @@ def decide(
     signs = paired_permutation_test(candidate, base, groups=by_groups, alpha=ALPHA, seed=seed)
     b = int(np.sum(base_passed & ~candidate_passed))
     c = int(np.sum(~base_passed & candidate_passed))
-    if episodes.max(initial=1) == 1 and not grouped:
+    drift = run_drift(reruns) if reruns is not None else None
+    tau = drift.tau if drift is not None else 0.0
+    if episodes.max(initial=1) == 1 and not grouped and not tau:
         test = signs
         difference = paired_score_interval(b, c, base.size, CONFIDENCE,
                                            both=int(np.sum(base_passed & candidate_passed)))
     else:
-        test, difference = _skew_robust(candidate - base, signs, by_groups, seed)
+        test, difference = _skew_robust(candidate - base, signs, by_groups, 2 * tau**2, seed)
     # The MDE's units are the test's: groups when the tasks come in groups.
     differences = candidate - base
     if grouped:
@@ -237,20 +266,41 @@ def decide(
         episodes=int(episodes.min()) if episodes.size else 0,
         both_pass=int(np.sum((base == 1) & (candidate == 1))),
         both_fail=int(np.sum((base == 0) & (candidate == 0))),
-        mde=mde(sd, int(differences.size), ALPHA, POWER) if sd > 0 else None,
+        mde=verdict_mde(sd, int(differences.size), tau, critical_value(differences.size),
+                        POWER) if sd > 0 or tau > 0 else None,
         base_pass_at_1=float(base.mean()),
         truncation=(float(truncation[0]), float(truncation[1])),
+        unit_sd=sd,
     )
-    floor = noise_floor(rerun_scores, CONFIDENCE) if rerun_scores is not None else None
-    return Decision(difference, test, mcnemar_exact(b, c), floor, support, mismatch)
+    return Decision(difference, test, mcnemar_exact(b, c), drift, support, mismatch)
+
+
+def critical_value(units: int) -> float:
+    """The verdict's critical value in standard errors at `units` tasks or groups: z₁₋α/₂, or
+    √(2 log(2/α)) below BETTING_BELOW, where the betting interval decides (its half-width is
+    about that many standard errors; Waudby-Smith & Ramdas 2024)."""
+    if units < BETTING_BELOW:
+        return float(np.sqrt(2 * np.log(2 / ALPHA)))
+    return float(sps.norm.ppf(1 - ALPHA / 2))
+
+
+def units_for(effect: float, sd: float, tau: float) -> int | None:
+    """Tasks (or groups) the verdict needs to find `effect` with probability POWER, at the
+    paired sd and run-level drift measured; None when the drift alone keeps it out of reach.
+    Below BETTING_BELOW units the betting interval's wider critical value applies."""
+    small = required_units(effect, sd, tau, critical_value(1), POWER)
+    if small is not None and small < BETTING_BELOW:
+        return small
+    large = required_units(effect, sd, tau, critical_value(BETTING_BELOW), POWER)
+    return None if large is None else max(large, BETTING_BELOW)
 
 
 def _skew_robust(differences: np.ndarray, signs: PermutationTest, groups: np.ndarray | None,
-                 seed: int | None) -> tuple[PermutationTest, Interval]:
+                 drift_variance: float, seed: int | None) -> tuple[PermutationTest, Interval]:
     """The intersection-union test of the bootstrap-t and the sign-flip test, and its interval
     (the bootstrap-t's, widened to the betting interval below BETTING_BELOW units)."""
     studentized = studentized_test(differences, groups=groups, confidence=CONFIDENCE,
-                                   seed=seed)
+                                   drift_variance=drift_variance, seed=seed)
     p_value = max(signs.p_value, studentized.p_value)
     test = PermutationTest(
         signs.statistic, p_value, signs.units, signs.nonzero_units, signs.exact, signs.draws,

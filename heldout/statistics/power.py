@@ -1,5 +1,5 @@
 """How much the tasks at hand can tell: the design effect of correlated episodes, the minimum
-detectable effect and the tasks an effect needs, and the noise floor of reruns.
+detectable effect and the tasks an effect needs, and the run-level drift that reruns measure.
 
 Sources: Ridout, Demétrio & Firth 1999, Biometrics 55:137-148 (ANOVA estimate of ρ for binary
 data); Kish 1965, "Survey Sampling" (design effect); Miller 2024, arXiv:2411.00640 (clustered
@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats as sps
 
-from heldout.statistics._arrays import check_confidence, check_successes, finite_values
+from heldout.statistics._arrays import check_successes, finite_values
 
 
 @dataclass(frozen=True)
@@ -30,13 +30,29 @@ class DesignEffect:
 
 
 @dataclass(frozen=True)
-class NoiseFloor:
-    """Smallest score change that reruns of one unchanged version cannot produce by chance."""
+class Reruns:
+    """R >= 2 runs of one unchanged version on the same tasks under new seeds.
 
-    floor: float
-    run_sd: float
+    scores: each run's pass@1. episode_variance: the variance of one run's pass@1 that the
+    sampling of its episodes alone gives (episode_variance below)."""
+
+    scores: tuple[float, ...]
+    episode_variance: float
+
+
+@dataclass(frozen=True)
+class RunDrift:
+    """How far whole runs of one version move beyond what their episodes explain.
+
+    run_sd: the sample sd of the R runs' pass@1; episode_sd: the sd one run's pass@1 has from
+    its episodes alone; tau: √max(0, run_sd² − episode_sd²), the sd of a run-level shift (a
+    server, a seed stream, a clock) that moves every task of a run together. The paired test
+    holds the episode part already; tau is what it cannot see."""
+
     n_runs: int
-    t_critical: float
+    run_sd: float
+    episode_sd: float
+    tau: float
 
 
 def design_effect(counts: ArrayLike, n: ArrayLike) -> DesignEffect:
@@ -95,6 +111,33 @@ def required_tasks(sd: float, effect: float, alpha: float = 0.05, power: float =
     return max(1, math.ceil(exact - 1e-9))
 
 
+def verdict_mde(sd: float, units: int, tau: float, critical: float,
+                power: float = 0.8) -> float:
+    """The effect the verdict finds with probability `power`: (c + z_power)·√(sd²/U + 2τ²).
+
+    sd: of the per-unit differences over U tasks or groups; tau: the run-level drift, which
+    each arm's single run carries (hence 2τ²); critical: c, the test's critical value in
+    standard errors (z₁₋α/₂ for the bootstrap-t, √(2 log(2/α)) where the betting interval
+    decides, which is 1.39 times wider at α = 0.05)."""
+    if not sd >= 0 or units < 1 or not tau >= 0:
+        raise ValueError(f"need sd >= 0, units >= 1 and tau >= 0, got {sd}, {units}, {tau}")
+    return (critical + float(sps.norm.ppf(power))) * math.sqrt(sd**2 / units + 2 * tau**2)
+
+
+def required_units(effect: float, sd: float, tau: float, critical: float,
+                   power: float = 0.8) -> int | None:
+    """Tasks (or groups) at which verdict_mde reaches |effect|, or None when the drift alone
+    keeps it above: (c + z)²·2τ² >= effect², and no number of tasks is enough."""
+    if effect == 0 or not math.isfinite(effect) or not sd >= 0 or not tau >= 0:
+        raise ValueError(f"need a finite non-zero effect, sd >= 0, tau >= 0; got {effect}, "
+                         f"{sd}, {tau}")
+    factor = (critical + float(sps.norm.ppf(power))) ** 2
+    room = effect**2 - factor * 2 * tau**2
+    if room <= 0:
+        return None
+    return max(1, math.ceil(factor * sd**2 / room - 1e-9))
+
+
 def mde(sd: float, n_tasks: int, alpha: float = 0.05, power: float = 0.8) -> float:
     """Minimum detectable effect of a two-sided paired z-test: (z₁₋α/₂ + z_power)·sd/√N.
 
@@ -106,26 +149,35 @@ def mde(sd: float, n_tasks: int, alpha: float = 0.05, power: float = 0.8) -> flo
     return _z_sum(alpha, power) * sd / math.sqrt(n_tasks)
 
 
-def noise_floor(run_scores: ArrayLike, confidence: float = 0.95) -> NoiseFloor:
-    """Noise floor t(r − 1)·sd·√2 from r reruns of the same version.
+def episode_variance(passes: ArrayLike, episodes: ArrayLike, runs: int) -> float:
+    """Variance of one run's pass@1 from episode sampling alone, from R runs pooled.
 
-    sd is the sample standard deviation of the r run scores; the difference of two independent
-    runs has standard deviation sd·√2, and t₁₋α/₂ with r − 1 degrees of freedom accounts for sd
-    being estimated (Madaan et al. 2024). A change smaller than this can be produced by
-    rerunning an unchanged version. Needs r >= 2; warns at r = 2, where t(1) = 12.71 at 95%
-    makes the floor very wide.
+    passes, episodes: per task, passes and episodes over all R runs together (m_i = R·n_i);
+    a run's rate on task i has variance p_i(1 − p_i)/n_i, estimated without bias by
+    p̂(1 − p̂)·m_i/(m_i − 1)/n_i, and pass@1, the mean of N such rates, has Σ of them / N².
     """
-    scores = finite_values("run_scores", run_scores)
-    n_runs = scores.size
-    if n_runs < 2:
-        raise ValueError(f"noise_floor needs at least 2 reruns, got {n_runs}")
-    t_critical = float(sps.t.ppf(0.5 + check_confidence(confidence) / 2, n_runs - 1))
-    if n_runs == 2:
-        warnings.warn(
-            f"noise floor from only 2 reruns uses t(1) = {t_critical:.2f}; "
-            "add reruns for a usable floor",
-            UserWarning,
-            stacklevel=2,
-        )
+    passes, episodes = check_successes(passes, episodes)
+    if runs < 2 or np.any(episodes < runs):
+        raise ValueError(f"episode_variance needs >= 2 runs of >= 1 episode per task; got "
+                         f"{runs} runs and as few as {int(episodes.min())} episodes")
+    rates = passes / episodes
+    per_run = episodes / runs
+    per_task = rates * (1 - rates) * episodes / (episodes - 1) / per_run
+    return float(per_task.sum() / per_task.size**2)
+
+
+def run_drift(reruns: Reruns) -> RunDrift:
+    """The run-level drift of RunDrift from R >= 2 runs (Madaan et al. 2024 measure the runs'
+    spread; the episode part is subtracted so that the paired test does not count it twice).
+    Warns at R = 2, where the spread rests on one degree of freedom."""
+    scores = finite_values("run scores", reruns.scores)
+    if scores.size < 2:
+        raise ValueError(f"run-level drift needs at least 2 runs, got {scores.size}")
+    if scores.size == 2:
+        warnings.warn("run-level drift from only 2 runs rests on one degree of freedom; add "
+                      "reruns", UserWarning, stacklevel=2)
+    if not reruns.episode_variance >= 0:
+        raise ValueError(f"episode variance must be >= 0, got {reruns.episode_variance}")
     run_sd = float(scores.std(ddof=1))
-    return NoiseFloor(t_critical * run_sd * math.sqrt(2), run_sd, n_runs, t_critical)
+    tau = math.sqrt(max(0.0, run_sd**2 - reruns.episode_variance))
+    return RunDrift(int(scores.size), run_sd, math.sqrt(reruns.episode_variance), tau)

@@ -66,6 +66,7 @@ def studentized_test(
     *,
     groups: ArrayLike | None = None,
     confidence: float = 0.95,
+    drift_variance: float = 0.0,
     resamples: int = RESAMPLES,
     seed: int | None = 0,
 ) -> StudentizedTest:
@@ -85,6 +86,11 @@ def studentized_test(
     resample of units that all share one mean has a finite t* (see _resampled_t). Ends beyond
     [−1, 1] are cut there.
 
+    drift_variance: the variance a run-level shift adds to the difference (2τ², each arm's run
+    carrying one; heldout.statistics.power.run_drift), which no resampling of tasks can see.
+    It is added to every squared standard error, and each resample's θ* is moved by a draw
+    from N(0, drift_variance): the test and the interval then hold the whole-run noise too.
+
     Units whose identical (sum, size) pairs repeat are resampled as multinomial counts over
     the distinct pairs, which is the same distribution as drawing indices: single tasks with
     n episodes have at most 2n + 1 distinct differences.
@@ -95,7 +101,8 @@ def studentized_test(
     resample of equal units can reach beyond the estimate).
 
     Raises ValueError for empty or non-finite differences, groups that do not pair up with
-    the tasks, a confidence outside (0, 1) and fewer than 1/α resamples.
+    the tasks, a confidence outside (0, 1), a negative drift variance and fewer than 1/α
+    resamples.
     """
     values = finite_values("differences", differences)
     alpha = 1 - check_confidence(confidence)
@@ -103,6 +110,8 @@ def studentized_test(
             (resamples + 1) * alpha / 2 < 1:
         raise ValueError(f"resamples must be an integer with (resamples + 1)·α/2 >= 1, got "
                          f"{resamples!r}")
+    if not drift_variance >= 0:
+        raise ValueError(f"drift_variance must be >= 0, got {drift_variance}")
     if groups is None:
         sums, sizes, over = values, np.ones_like(values), f"{values.size} tasks"
     else:
@@ -111,14 +120,19 @@ def studentized_test(
         sizes = np.bincount(codes, minlength=n_groups).astype(float)
         over = f"{n_groups} group{'s' * (n_groups > 1)} of {values.size} tasks"
     estimate = float(sums.sum() / sizes.sum())
-    method = f"bootstrap-t over {over}, {resamples:,} resamples"
+    method = f"bootstrap-t over {over}, {resamples:,} resamples" + (
+        f", with run-level drift sd {100 * np.sqrt(drift_variance):.1f} points"
+        if drift_variance else "")
     means = sums / sizes
-    if np.ptp(means) <= _TIE_TOLERANCE * max(1.0, abs(estimate)) or sums.size == 1:
+    if (np.ptp(means) <= _TIE_TOLERANCE * max(1.0, abs(estimate)) and not drift_variance) \
+            or sums.size == 1:
         return _without_spread(estimate, sums.size, alpha, resamples, method)
     spread = _spread(sums, sizes, np.ones((1, sums.size)), 0.0)[0] / sums.size
-    standard_error = _standard_errors(sums, sizes, np.ones((1, sums.size)), spread)
+    standard_error = np.sqrt(_standard_errors(sums, sizes, np.ones((1, sums.size)), spread)**2
+                             + drift_variance)
     observed = estimate / float(standard_error[0])
-    resampled = np.sort(_resampled_t(sums, sizes, estimate, spread, resamples, seed))
+    resampled = np.sort(_resampled_t(sums, sizes, estimate, spread, drift_variance, resamples,
+                                     seed))
     tolerance = _TIE_TOLERANCE * max(1.0, abs(observed))
     p_better = (1 + np.count_nonzero(resampled >= observed - tolerance)) / (resamples + 1)
     p_worse = (1 + np.count_nonzero(resampled <= observed + tolerance)) / (resamples + 1)
@@ -175,7 +189,7 @@ def _standard_errors(sums: np.ndarray, sizes: np.ndarray, counts: np.ndarray,
 
 
 def _resampled_t(sums: np.ndarray, sizes: np.ndarray, estimate: float, prior: float,
-                 resamples: int, seed: int | None) -> np.ndarray:
+                 drift_variance: float, resamples: int, seed: int | None) -> np.ndarray:
     """t* = (θ* − θ)/se* for `resamples` draws of the units with replacement, as multinomial
     counts over the distinct (sum, size) pairs.
 
@@ -193,6 +207,8 @@ def _resampled_t(sums: np.ndarray, sizes: np.ndarray, estimate: float, prior: fl
     for size in chunk_sizes(resamples, rows):
         counts = rng.multinomial(sums.size, shares, size=size).astype(float)
         theta = (counts @ cell_sums) / (counts @ cell_sizes)
-        resampled.append((theta - estimate)
-                         / _standard_errors(cell_sums, cell_sizes, counts, prior))
+        if drift_variance:
+            theta = theta + rng.normal(0.0, np.sqrt(drift_variance), size)
+        se = np.sqrt(_standard_errors(cell_sums, cell_sizes, counts, prior)**2 + drift_variance)
+        resampled.append((theta - estimate) / se)
     return np.concatenate(resampled)
