@@ -30,11 +30,13 @@ POPULATIONS = {
 }
 POWER = {"uniform Beta(1,1), +5": Narrowing(1.0, 1.0, 0.0, 0.0),
          "U Beta(.3,.3), +5": Narrowing(0.3, 0.3, 0.0, 0.0)}
+# The same model in both arms, each run shifted on the logit scale by N(0, τ²).
+IDENTICAL = Narrowing(1.0, 1.0, 0.0, 0.0)
 
 
 def old_rule(cell: Cell) -> tuple[float, float]:
     """Share called better, and coverage of 0, by the replaced rule on the cell's draws."""
-    base, candidate = cell.draws()
+    base, candidate, _ = cell.draws()
     better = covers = 0
     for i in range(cell.replications):
         rates = base[i].mean(axis=-1), candidate[i].mean(axis=-1)
@@ -60,8 +62,12 @@ def main() -> None:
     jobs = [(name, Cell(population, n_tasks, n, crn, args.replications))
             for name, population in POPULATIONS.items()
             for n_tasks in args.tasks for n in args.episodes for crn in (True, False)]
-    jobs += [(name, Cell(population, 164, 10, crn, args.replications, shift=0.05))
-             for name, population in POWER.items() for crn in (True, False)]
+    jobs += [(name + (", 3 runs" if runs else ""),
+              Cell(population, 164, 10, crn, args.replications, shift=0.05, reruns=runs))
+             for name, population in POWER.items() for crn in (True, False) for runs in (0, 3)]
+    jobs += [(f"identical, drift τ = {tau}" + (", 3 runs" if runs else ""),
+              Cell(IDENTICAL, 164, 10, crn, args.replications, drift=tau, reruns=runs))
+             for tau in (0.1, 0.3) for crn in (True, False) for runs in (0, 3)]
     se = math.sqrt(0.025 * 0.975 / args.replications)
     print(f"{args.replications:,} replications a cell; one-sided bound 0.025 + 2.6·SE = "
           f"{0.025 + 2.6 * se:.4f}")

@@ -215,7 +215,12 @@ def read_cached(target: Path, rollouts: Path, digest: str,
 def summarize(table: pd.DataFrame, path: Path, scoring: Scoring,
               ks: list[int] | None) -> dict[str, Any]:
     from heldout.episodes.samples import file_stem
-    from heldout.statistics.counts import default_ks, per_task_counts, summarize_checkpoint
+    from heldout.statistics.counts import (
+        beyond_half,
+        default_ks,
+        per_task_counts,
+        summarize_checkpoint,
+    )
     from heldout.tasks.record import tasks_digest
 
     names = sorted(set(table["checkpoint"].astype(str))) if "checkpoint" in table else []
@@ -236,7 +241,8 @@ def summarize(table: pd.DataFrame, path: Path, scoring: Scoring,
         "tasks_digest": tasks_digest(scoring.tasks) if scoring.tasks else None,
         "samples_per_task": {"min": n_min, "max": n_max},
         "ks": {"requested": requested, "reported": [k for k in requested if k <= n_min],
-               "skipped": [k for k in requested if k > n_min]},
+               "skipped": [k for k in requested if k > n_min],
+               "beyond_half": beyond_half([k for k in requested if k <= n_min], n_min)},
         "statuses": {str(s): int(c) for s, c in table["status"].value_counts().items()},
         "canaries": None, "file_passed": None,
         **summarize_checkpoint(counts, requested),
@@ -262,6 +268,10 @@ def print_summary(scored: Scored) -> None:
     if s["ks"]["skipped"]:
         stdout.print(f"  k={','.join(map(str, s['ks']['skipped']))} not reported: pass@k needs "
                      f"k <= the fewest samples of a task ({per_task['min']})", **SAY)
+    if s["ks"].get("beyond_half"):
+        stdout.print(f"  k={','.join(map(str, s['ks']['beyond_half']))} above n/2 = "
+                     f"{per_task['min'] / 2:g}: pass@k there is close to one indicator per "
+                     "task (did any sample pass), with little left to average", **SAY)
     stdout.print("  statuses: " + ", ".join(f"{k} {v}" for k, v in sorted(s["statuses"].items())),
                  **SAY)
     if (claimed := s.get("file_passed")) is not None:

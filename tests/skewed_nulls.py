@@ -13,8 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import special
 
 from heldout.statistics.decision import BETTER, WORSE, decide
+from heldout.statistics.power import Reruns, episode_variance
 
 
 @dataclass(frozen=True)
@@ -43,10 +45,21 @@ class Cell:
     crn: bool  # common random numbers: one uniform per episode drives both arms
     replications: int
     shift: float = 0.0  # > 0: no narrowing, every task gains this much (clipped): power
+    drift: float = 0.0  # sd of a whole run's shift of every task's logit (the same model)
+    reruns: int = 0  # runs of the base in all, its first included, for the drift; 0: none
     seed: int = 24
 
-    def draws(self) -> tuple[np.ndarray, np.ndarray]:
-        """Per replication, task and episode, whether the base and the candidate passed."""
+    def _run(self, rng: np.random.Generator, rates: np.ndarray) -> np.ndarray:
+        """One run's pass probabilities: every task's logit moved by the run's own shift."""
+        if not self.drift:
+            return rates
+        logits = special.logit(np.clip(rates, 1e-9, 1 - 1e-9))
+        shifts = rng.normal(0.0, self.drift, (rates.shape[0], 1))
+        return np.where((rates > 0) & (rates < 1), special.expit(logits + shifts), rates)
+
+    def draws(self) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+        """Per replication, task and episode, whether the base and the candidate passed, and
+        the base's reruns (each under its own run shift and its own uniforms)."""
         rng = np.random.default_rng([self.seed, self.n_tasks, self.episodes, self.crn,
                                      round(1000 * self.population.a),
                                      round(1000 * self.population.b)])
@@ -57,9 +70,12 @@ class Cell:
         else:
             p, q = self.population.draw(rng, shape)
         uniforms = rng.random((*shape, self.episodes))
-        base = uniforms < p[..., None]
-        candidate = (uniforms if self.crn else rng.random(uniforms.shape)) < q[..., None]
-        return base, candidate
+        base = uniforms < self._run(rng, p)[..., None]
+        candidate = (uniforms if self.crn else rng.random(uniforms.shape)) \
+            < self._run(rng, q)[..., None]
+        reruns = [rng.random(uniforms.shape) < self._run(rng, p)[..., None]
+                  for _ in range(max(0, self.reruns - 1))]
+        return base, candidate, reruns
 
     @property
     def truth(self) -> float | None:
@@ -70,12 +86,17 @@ class Cell:
     def rates(self) -> dict[str, float]:
         """The shares of replications whose claim (before the voiding gates) is better and
         worse, whose verdict is better, and whose interval covers the population difference."""
-        base, candidate = self.draws()
+        base, candidate, reruns = self.draws()
         tallies = dict.fromkeys(("better", "worse", "verdict better", "covers"), 0)
         for i in range(self.replications):
+            runs = [base[i], *(rerun[i] for rerun in reruns)]
+            measured = Reruns(tuple(float(run.mean()) for run in runs), episode_variance(
+                sum(run.sum(axis=-1) for run in runs), np.full(self.n_tasks,
+                                                               len(runs) * self.episodes),
+                len(runs))) if reruns else None
             decision = decide(base[i].mean(axis=-1), candidate[i].mean(axis=-1),
                               n_episodes=self.episodes, base_passed=base[i, :, 0],
-                              candidate_passed=candidate[i, :, 0], seed=i)
+                              candidate_passed=candidate[i, :, 0], reruns=measured, seed=i)
             tallies["better"] += decision.claim == BETTER
             tallies["worse"] += decision.claim == WORSE
             tallies["verdict better"] += decision.verdict == BETTER

@@ -118,3 +118,27 @@ def test_an_episode_scores_under_the_task_overrides_of_the_harness_limits():
     row = run_episode(Answering(), sandbox, harness, plan_episodes([task], harness)[0])
     assert (row["passed"], row["public_passed"]) == (False, False)
     assert sandbox.batches == [(2, 4.0, 1024)]  # hidden and public tests, in one batch
+
+
+class PassingSandbox:
+    """Passes every program: what is left to decide a pass is the episode's own ending."""
+
+    def run_many(self, programs, *, timeout_s, memory_mb):
+        return [ExecResult(True, "ok", 0, "", "", 0.0, True) for _ in programs]
+
+
+class CutOff:
+    """A reply the token budget cut off, whose program happens to pass as it stands."""
+
+    def complete(self, task, sample, seed):
+        return Completion(text="    return True\n", finish_reason="length")
+
+
+@pytest.mark.parametrize(("on_truncation", "passed"), [("fail", False), ("score", True)])
+def test_a_reply_cut_at_max_tokens_passes_only_when_the_harness_says_score(on_truncation,
+                                                                           passed):
+    harness = Harness(n=1, retries=0, on_truncation=on_truncation)
+    row = run_episode(CutOff(), PassingSandbox(), harness, plan_episodes([TASK], harness)[0])
+    assert row["status"] == "truncated" and row["passed"] is passed
+    assert row["error"] == ("" if passed else "cut at max_tokens (harness.on_truncation: fail)")
+    assert Harness(on_truncation="score").fingerprint() != Harness().fingerprint()

@@ -96,7 +96,8 @@ def test_dvc_metrics_show_gives_each_checkpoint_a_readable_row(scored: Path):
     lines = shown.stdout.splitlines()
     assert lines and max(len(line) for line in lines) <= 200, shown.stdout
     header = lines[0].split()
-    assert header[0] == "Path" and {"pass@1", "pass@1_lo", "pass@1_hi", "pass@2"} <= set(header)
+    assert header[0] == "Path" and {"pass@1", "pass@1_lo", "pass@1_hi"} <= set(header)
+    assert "pass@2" not in header  # n = 2: the default k stop at n/2
     for name in CHECKPOINTS:
         rows = [line.split() for line in lines if line.startswith(f"metrics/val/{name}.json ")]
         assert len(rows) == 1 and len(rows[0]) == len(header), shown.stdout

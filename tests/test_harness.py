@@ -10,15 +10,16 @@ import pytest
 from heldout.episodes.harness import EXECUTION_ONLY, Harness
 from heldout.sandbox.config import SandboxConfig
 
-# What the default harness gives since sandbox.container_per entered the fingerprint (before:
-# e2a91030... since episodes became a loop with tools and per-episode budgets, abe2fdc2... under
+# What the default harness gives since on_truncation entered the fingerprint (before:
+# fe084cf5... since sandbox.container_per did, e2a91030... since episodes became a loop with tools and per-episode budgets, abe2fdc2... under
 # the two-process judge, f179c0d8... with python-function/1). Only a change of what a score
 # means may change it.
-DEFAULT_FINGERPRINT = "fe084cf523a29541af7d7bb5942a47602de6fa92bd97ccc378e82d2541a736dc"
+DEFAULT_FINGERPRINT = "251cf003e7fea393a8ea2be22a3a559d58f215c1abc0a2cb6011190283b44e3c"
 DEFAULT_JSON = (
     '{"template": "{prompt}", "temperature": 0.8, "top_p": 0.95, "max_tokens": 512, '
     '"max_turns": 1, "max_tool_calls": 8, "max_cost_usd": null, "tools": '
-    '["run_public_tests", "submit"], "on_budget": "fail", "timeout_s": 10.0, '
+    '["run_public_tests", "submit"], "on_budget": "fail", "on_truncation": "fail", '
+    '"timeout_s": 10.0, '
     '"agent_timeout_s": 120.0, "n": 10, "seed": 0, "retries": 1, "sandbox": {"backend": '
     '"subprocess", "image": "heldout-python:3.11", "memory_mb": 512, "cpus": 1.0, '
     '"workers": 2, "network": "none", "container_per": "task"}, "scorer_version": '

@@ -166,10 +166,11 @@ def test_pass_at_k_curves_that_cross_say_where():
     candidate = {f"t{i}": [i < 20] * 10 for i in range(40)}
     report = build_report(rollouts("base", base), rollouts("cand", candidate))
     at_k = report.pass_at_k
-    assert [p.k for p in at_k.arms.base] == [1, 2, 4, 8, 10]
+    # Up to n/2 = 5: pass@8 and pass@10 of 10 episodes are near one indicator per task.
+    assert [p.k for p in at_k.arms.base] == [1, 2, 4]
     assert at_k.arms.base[1].interval.estimate == pytest.approx(1 - 21 / 45)
     leaders = {point.k: point.leader for point in at_k.difference}
-    assert leaders == {1: "cand", 2: None, 4: "base", 8: "base", 10: "base"}
+    assert leaders == {1: "cand", 2: None, 4: "base"}
     assert at_k.difference[1].interval.estimate == pytest.approx(0.5 - (1 - 21 / 45))
     assert at_k.crossings == [
         Crossing(after_k=1, by_k=4, leader_before="cand", leader_after="base")]

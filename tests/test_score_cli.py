@@ -345,7 +345,10 @@ def test_tasks_with_different_numbers_of_samples_report_pass_at_k_up_to_the_fewe
     assert done.returncode == 0, done.stderr
     summary = json.loads((tmp_path / "uneven.summary.json").read_text())
     assert summary["samples_per_task"] == {"min": 3, "max": 5}
-    assert summary["ks"] == {"requested": [1, 2, 5], "reported": [1, 2], "skipped": [5]}
+    # k = 2 was asked for: reported, and marked as above n/2 = 1.5 of the fewest samples.
+    assert summary["ks"] == {"requested": [1, 2, 5], "reported": [1, 2], "skipped": [5],
+                             "beyond_half": [2]}
+    assert "k=2 above n/2 = 1.5: pass@k there is close to one indicator per task" in done.stdout
     assert set(summary["pass_at_k"]) == {"1", "2"}
     assert "3-5 samples per task (13 samples)" in done.stdout
     assert ("k=5 not reported: pass@k needs k <= the fewest samples of a task (3)"

@@ -105,10 +105,12 @@ def _attempt_episode(agent: Agent, sandbox: Sandbox, harness: Harness, episode: 
                          timeout_s=limits.timeout_s, memory_mb=limits.memory_mb)
     hidden = results[0]
     status = _execution_status(hidden)
-    if status == "ok" and outcome.finish_reason == "length":
-        status = "truncated"
-    row.update(passed=hidden.passed, status=status, exec_s=hidden.exec_s,
-               error="" if hidden.passed else _describe(hidden))
+    truncated = status == "ok" and outcome.finish_reason == "length"
+    passed = hidden.passed and not (truncated and harness.on_truncation == "fail")
+    row.update(passed=passed, status="truncated" if truncated else status,
+               exec_s=hidden.exec_s,
+               error="" if passed else ("cut at max_tokens (harness.on_truncation: fail)"
+                                        if hidden.passed else _describe(hidden)))
     if len(results) > 1:
         row["public_passed"] = results[1].passed
     return validate_row(row)

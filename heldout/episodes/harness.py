@@ -50,6 +50,11 @@ class Harness(BaseModel):
     on_budget: Literal["fail", "score_last"] = Field(
         default="fail",
         description="an episode a budget ends: a failure, or its last program scored")
+    # A reply cut off at max_tokens ends where the budget did, not where the model did: its
+    # program is judged (for the record and the alarm) but counts as a pass only with "score".
+    on_truncation: Literal["fail", "score"] = Field(
+        default="fail",
+        description="a reply cut at max_tokens: a failure, or its program scored as it stands")
     timeout_s: float = Field(default=10.0, gt=0, description="per program, in the sandbox")
     agent_timeout_s: float = Field(default=120.0, gt=0, description="per episode, wall time")
     n: int = Field(default=10, ge=1, description="episodes per task")

@@ -92,8 +92,15 @@ def check_comparable(rollouts: dict[str, pd.DataFrame], harness_fingerprint: str
 
 
 def default_ks(n: int) -> list[int]:
-    """Powers of two up to n, and n itself."""
-    return sorted({2**i for i in range(n.bit_length()) if 2**i <= n} | {n})
+    """Powers of two up to n/2, and 1: pass@k near k = n rests on one indicator per task
+    (whether any of its n episodes passed), so a larger k is reported only when asked for
+    (`heldout score --ks`), and marked (beyond_half)."""
+    return [2**i for i in range(n.bit_length()) if 2**i <= max(1, n // 2)]
+
+
+def beyond_half(ks: Iterable[int], n: int) -> list[int]:
+    """The ks above n/2, whose pass@k is close to one indicator per task."""
+    return [k for k in ks if 2 * k > n and k > 1]
 
 
 def summarize_checkpoint(counts: pd.DataFrame, ks: list[int], seed: int = 0) -> dict[str, Any]:
