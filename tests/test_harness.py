@@ -11,9 +11,9 @@ from heldout.episodes.harness import EXECUTION_ONLY, Harness
 from heldout.sandbox.config import SandboxConfig
 
 # What the default harness gives since on_truncation entered the fingerprint (before:
-# fe084cf5... since sandbox.container_per did, e2a91030... since episodes became a loop with tools and per-episode budgets, abe2fdc2... under
-# the two-process judge, f179c0d8... with python-function/1). Only a change of what a score
-# means may change it.
+# fe084cf5... since sandbox.container_per did, e2a91030... since episodes became a loop with
+# tools and per-episode budgets, abe2fdc2... under the two-process judge, f179c0d8... with
+# python-function/1). Only a change of what a score means may change it.
 DEFAULT_FINGERPRINT = "251cf003e7fea393a8ea2be22a3a559d58f215c1abc0a2cb6011190283b44e3c"
 DEFAULT_JSON = (
     '{"template": "{prompt}", "temperature": 0.8, "top_p": 0.95, "max_tokens": 512, '
