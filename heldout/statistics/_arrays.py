@@ -85,3 +85,15 @@ def group_codes(groups: ArrayLike, n_tasks: int) -> tuple[np.ndarray, int]:
     except TypeError as error:
         raise ValueError(f"group labels must be hashable: {error}") from None
     return codes, len(index)
+
+
+def unit_sums(values: np.ndarray, groups: ArrayLike | None) -> tuple[np.ndarray, np.ndarray, str]:
+    """The resampled units of per-task values: each task (sum = its value, size 1), or with
+    `groups` each group (the sum of its tasks' values, its number of tasks); and how to name
+    them ("40 tasks", "10 groups of 40 tasks")."""
+    if groups is None:
+        return values, np.ones_like(values), f"{values.size} tasks"
+    codes, n_groups = group_codes(groups, values.size)
+    sums = np.bincount(codes, weights=values, minlength=n_groups)
+    sizes = np.bincount(codes, minlength=n_groups).astype(float)
+    return sums, sizes, f"{n_groups} group{'s' * (n_groups > 1)} of {values.size} tasks"

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from heldout.statistics._arrays import check_confidence, finite_values, group_codes
+from heldout.statistics._arrays import check_confidence, finite_values, unit_sums
 from heldout.statistics.intervals import Interval
 
 _TRUNCATION = 0.75  # c: no bet risks more than 3/4 of the capital on one unit
@@ -53,13 +53,7 @@ def betting_interval(
     alpha = 1 - check_confidence(confidence)
     if np.any(np.abs(values) > 1 + 1e-12):
         raise ValueError("differences of pass rates lie in [−1, 1]")
-    if groups is None:
-        sums, sizes, over = values, np.ones_like(values), f"{values.size} tasks"
-    else:
-        codes, n_groups = group_codes(groups, values.size)
-        sums = np.bincount(codes, weights=values, minlength=n_groups)
-        sizes = np.bincount(codes, minlength=n_groups).astype(float)
-        over = f"{n_groups} group{'s' * (n_groups > 1)} of {values.size} tasks"
+    sums, sizes, over = unit_sums(values, groups)
     # Sorted first, so that the seeded order depends on the units, not on the file's order.
     canonical = np.lexsort((sizes, sums))
     order = canonical[np.random.default_rng(seed).permutation(sums.size)]

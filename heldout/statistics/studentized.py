@@ -30,7 +30,7 @@ from heldout.statistics._arrays import (
     check_confidence,
     chunk_sizes,
     finite_values,
-    group_codes,
+    unit_sums,
 )
 from heldout.statistics.intervals import Interval, constant_bounds
 
@@ -112,13 +112,7 @@ def studentized_test(
                          f"{resamples!r}")
     if not drift_variance >= 0:
         raise ValueError(f"drift_variance must be >= 0, got {drift_variance}")
-    if groups is None:
-        sums, sizes, over = values, np.ones_like(values), f"{values.size} tasks"
-    else:
-        codes, n_groups = group_codes(groups, values.size)
-        sums = np.bincount(codes, weights=values, minlength=n_groups)
-        sizes = np.bincount(codes, minlength=n_groups).astype(float)
-        over = f"{n_groups} group{'s' * (n_groups > 1)} of {values.size} tasks"
+    sums, sizes, over = unit_sums(values, groups)
     estimate = float(sums.sum() / sizes.sum())
     method = f"bootstrap-t over {over}, {resamples:,} resamples" + (
         f", with run-level drift sd {100 * np.sqrt(drift_variance):.1f} points"
