@@ -58,16 +58,22 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--tasks", type=int, nargs="+", default=[30, 50, 100, 164])
     parser.add_argument("--episodes", type=int, nargs="+", default=[5, 10])
+    parser.add_argument("--cells", nargs="+", default=["nulls", "power", "drift"],
+                        choices=["nulls", "power", "drift"])
     args = parser.parse_args()
-    jobs = [(name, Cell(population, n_tasks, n, crn, args.replications))
-            for name, population in POPULATIONS.items()
-            for n_tasks in args.tasks for n in args.episodes for crn in (True, False)]
-    jobs += [(name + (", 3 runs" if runs else ""),
-              Cell(population, 164, 10, crn, args.replications, shift=0.05, reruns=runs))
-             for name, population in POWER.items() for crn in (True, False) for runs in (0, 3)]
-    jobs += [(f"identical, drift τ = {tau}" + (", 3 runs" if runs else ""),
-              Cell(IDENTICAL, 164, 10, crn, args.replications, drift=tau, reruns=runs))
-             for tau in (0.1, 0.3) for crn in (True, False) for runs in (0, 3)]
+    jobs = {"nulls": [(name, Cell(population, n_tasks, n, crn, args.replications))
+                      for name, population in POPULATIONS.items()
+                      for n_tasks in args.tasks for n in args.episodes for crn in (True, False)],
+            "power": [(name + (", 3 runs" if runs else ""),
+                       Cell(population, 164, 10, crn, args.replications, shift=0.05,
+                            reruns=runs))
+                      for name, population in POWER.items() for crn in (True, False)
+                      for runs in (0, 3)],
+            "drift": [(f"identical, drift τ = {tau}" + (", 3 runs" if runs else ""),
+                       Cell(IDENTICAL, 164, 10, crn, args.replications, drift=tau,
+                            reruns=runs))
+                      for tau in (0.1, 0.3) for crn in (True, False) for runs in (0, 3)]}
+    jobs = [job for kind in args.cells for job in jobs[kind]]
     se = math.sqrt(0.025 * 0.975 / args.replications)
     print(f"{args.replications:,} replications a cell; one-sided bound 0.025 + 2.6·SE = "
           f"{0.025 + 2.6 * se:.4f}")

@@ -162,3 +162,28 @@ def test_groups_that_disagree_or_a_bad_groups_file_exit_2_naming_the_problem(tmp
     assert f"{bad}:2: not {{\"task_id\": ..., \"group\": ...}} with string values" in \
         refused.stderr
     assert f"{bad}:3: not JSON" in refused.stderr and "Traceback" not in refused.stderr
+
+
+def test_target_effect_says_how_many_tasks_the_verdict_would_need(tmp_path: Path):
+    import math
+
+    import numpy as np
+    from scipy import stats as sps
+
+    base, candidate = rollout_files(tmp_path)
+    done = heldout("compare", base, candidate, "--out", tmp_path / "out",
+                   "--target-effect", "0.05")
+    assert done.returncode == 0, done.stderr
+    power = json.loads((tmp_path / "out/report.json").read_text())["power"]
+    # 20 gains of 80: sd 0.4357; from 100 tasks on the bootstrap-t decides, (z.975 + z.8)²·sd²/δ².
+    sd = float(np.std(np.r_[np.ones(20), np.zeros(60)], ddof=1))
+    z = sps.norm.ppf(0.975) + sps.norm.ppf(0.8)
+    assert power["target_effect"] == 0.05
+    assert power["target_units"] == math.ceil((z * sd / 0.05) ** 2) == 597
+    assert "| tasks (or groups) a +5.0-point effect needs (--target-effect) | 597 |" in \
+        (tmp_path / "out/report.md").read_text()
+    for bad in ("0", "1.5"):
+        refused = heldout("compare", base, candidate, "--out", tmp_path / "bad",
+                          "--target-effect", bad)
+        assert refused.returncode == 2 and "an effect is a difference of pass rates" in \
+            refused.stderr
