@@ -32,6 +32,7 @@ POWER = {"uniform Beta(1,1), +5": Narrowing(1.0, 1.0, 0.0, 0.0),
          "U Beta(.3,.3), +5": Narrowing(0.3, 0.3, 0.0, 0.0)}
 # The same model in both arms, each run shifted on the logit scale by N(0, τ²).
 IDENTICAL = Narrowing(1.0, 1.0, 0.0, 0.0)
+CEILING = Narrowing(5.0, 0.4, 0.0, 0.0)
 
 
 def old_rule(cell: Cell) -> tuple[float, float]:
@@ -58,8 +59,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--tasks", type=int, nargs="+", default=[30, 50, 100, 164])
     parser.add_argument("--episodes", type=int, nargs="+", default=[5, 10])
-    parser.add_argument("--cells", nargs="+", default=["nulls", "power", "drift"],
-                        choices=["nulls", "power", "drift"])
+    parser.add_argument("--cells", nargs="+", default=["nulls", "power", "drift", "harm"],
+                        choices=["nulls", "power", "drift", "harm"])
     args = parser.parse_args()
     jobs = {"nulls": [(name, Cell(population, n_tasks, n, crn, args.replications))
                       for name, population in POPULATIONS.items()
@@ -72,12 +73,18 @@ def main() -> None:
             "drift": [(f"identical, drift τ = {tau}" + (", 3 runs" if runs else ""),
                        Cell(IDENTICAL, 164, 10, crn, args.replications, drift=tau,
                             reruns=runs))
-                      for tau in (0.1, 0.3) for crn in (True, False) for runs in (0, 3)]}
+                      for tau in (0.1, 0.3) for crn in (True, False) for runs in (0, 3)],
+            # A true −5-point regression on a near-ceiling set: the gates void gains there,
+            # and must never hide this.
+            "harm": [("ceiling Beta(5,.4), −5", Cell(CEILING, 164, n, crn, args.replications,
+                                                     shift=-0.05))
+                     for n in (1, 10) for crn in (True, False)]}
     jobs = [job for kind in args.cells for job in jobs[kind]]
     se = math.sqrt(0.025 * 0.975 / args.replications)
     print(f"{args.replications:,} replications a cell; one-sided bound 0.025 + 2.6·SE = "
           f"{0.025 + 2.6 * se:.4f}")
-    print(f"{'population':<33} {'N':>4} {'n':>3} {'draws':<5}  {'better':>7} {'verdict':>7} "
+    print(f"{'population':<33} {'N':>4} {'n':>3} {'draws':<5}  {'better':>7} {'worse':>7} "
+          f"{'v.better':>8} {'v.worse':>7} "
           f"{'cover':>6}  {'old better':>10} {'old cover':>9}")
     with ProcessPoolExecutor(args.workers) as pool:
         for name, cell, rates, (old_better, old_covers) in pool.map(run, jobs):
@@ -85,7 +92,9 @@ def main() -> None:
             old_cover = f"{old_covers:9.3f}" if cell.truth is not None else f"{'-':>9}"
             print(f"{name:<33} {cell.n_tasks:>4} {cell.episodes:>3} "
                   f"{'CRN' if cell.crn else 'indep':<5}  {rates['better']:7.4f} "
-                  f"{rates['verdict better']:7.4f} {cover}  {old_better:10.4f} {old_cover}",
+                  f"{rates['worse']:7.4f} "
+                  f"{rates['verdict better']:8.4f} {rates['verdict worse']:7.4f} {cover}  "
+                  f"{old_better:10.4f} {old_cover}",
                   flush=True)
 
 

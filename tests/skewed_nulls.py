@@ -85,9 +85,11 @@ class Cell:
 
     def rates(self) -> dict[str, float]:
         """The shares of replications whose claim (before the voiding gates) is better and
-        worse, whose verdict is better, and whose interval covers the population difference."""
+        worse, whose verdict is better and worse, and whose interval covers the population
+        difference."""
         base, candidate, reruns = self.draws()
-        tallies = dict.fromkeys(("better", "worse", "verdict better", "covers"), 0)
+        tallies = dict.fromkeys(("better", "worse", "verdict better", "verdict worse",
+                                 "covers"), 0)
         for i in range(self.replications):
             runs = [base[i], *(rerun[i] for rerun in reruns)]
             measured = Reruns(tuple(float(run.mean()) for run in runs), episode_variance(
@@ -100,6 +102,7 @@ class Cell:
             tallies["better"] += decision.claim == BETTER
             tallies["worse"] += decision.claim == WORSE
             tallies["verdict better"] += decision.verdict == BETTER
+            tallies["verdict worse"] += decision.verdict == WORSE
             tallies["covers"] += self.truth is not None and \
                 decision.difference.low <= self.truth <= decision.difference.high
         return {key: count / self.replications for key, count in tallies.items()}
