@@ -48,6 +48,13 @@ class Cell:
     drift: float = 0.0  # sd of a whole run's shift of every task's logit (the same model)
     reruns: int = 0  # runs of the base in all, its first included, for the drift; 0: none
     seed: int = 24
+    group_size: int = 1  # > 1: groups of this many tasks share one pass rate and one effect
+    withhold_groups: bool = False  # decide as if the tasks were independent
+    swing: float = 0.0  # > 0: a symmetric null, each unit moves ±swing·min(p, 1 − p)
+    ragged: float = 0.0  # the share of tasks that ran one episode in both arms
+    flips: float = 0.0  # > 0: this share of tasks fails always in the base and passes always
+    # in the candidate, the rest are the same task in both: rare one-way flips
+    uneven: bool = False  # with shift: half the units gain 2·shift, the other half nothing
 
     def _run(self, rng: np.random.Generator, rates: np.ndarray) -> np.ndarray:
         """One run's pass probabilities: every task's logit moved by the run's own shift."""
@@ -57,19 +64,35 @@ class Cell:
         shifts = rng.normal(0.0, self.drift, (rates.shape[0], 1))
         return np.where((rates > 0) & (rates < 1), special.expit(logits + shifts), rates)
 
+    def _rates(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """Each unit's (task's, or group's) pass probabilities in the base and the candidate,
+        spread over its tasks."""
+        shape = (self.replications, self.n_tasks // self.group_size)
+        population = self.population
+        if self.flips:
+            p = rng.beta(population.a, population.b, shape)
+            flipped = rng.random(shape) < self.flips
+            p, q = np.where(flipped, 0.0, p), np.where(flipped, 1.0, p)
+        elif self.shift:
+            p = rng.beta(population.a, population.b, shape)
+            gains = self.shift * (2 * (rng.random(shape) < 0.5) if self.uneven else 1)
+            q = np.clip(p + gains, 0, 1)
+        elif self.swing:
+            p = rng.beta(population.a, population.b, shape)
+            q = p + np.where(rng.random(shape) < 0.5, 1, -1) * self.swing * np.minimum(p, 1 - p)
+        else:
+            p, q = population.draw(rng, shape)
+        return np.repeat(p, self.group_size, axis=1), np.repeat(q, self.group_size, axis=1)
+
     def draws(self) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
         """Per replication, task and episode, whether the base and the candidate passed, and
         the base's reruns (each under its own run shift and its own uniforms)."""
         rng = np.random.default_rng([self.seed, self.n_tasks, self.episodes, self.crn,
                                      round(1000 * self.population.a),
-                                     round(1000 * self.population.b)])
-        shape = (self.replications, self.n_tasks)
-        if self.shift:
-            p = rng.beta(self.population.a, self.population.b, shape)
-            q = np.clip(p + self.shift, 0, 1)
-        else:
-            p, q = self.population.draw(rng, shape)
-        uniforms = rng.random((*shape, self.episodes))
+                                     round(1000 * self.population.b), self.group_size,
+                                     round(1000 * self.swing), round(1000 * self.flips)])
+        p, q = self._rates(rng)
+        uniforms = rng.random((*p.shape, self.episodes))
         base = uniforms < self._run(rng, p)[..., None]
         candidate = (uniforms if self.crn else rng.random(uniforms.shape)) \
             < self._run(rng, q)[..., None]
@@ -79,30 +102,54 @@ class Cell:
 
     @property
     def truth(self) -> float | None:
-        """The population mean difference: 0 for a narrowing null, unknown in closed form for
-        a clipped shift (coverage is then not counted)."""
+        """The population mean difference: 0 for a null, the flipped share for flips, unknown
+        in closed form for a clipped shift (coverage is then not counted)."""
+        if self.flips:
+            return self.flips
         return None if self.shift else 0.0
+
+    def episodes_per_task(self) -> np.ndarray:
+        """Each task's episodes: one for the first `ragged` share of the tasks (which tasks
+        does not matter, their rates being drawn independently of their place)."""
+        episodes = np.full(self.n_tasks, self.episodes)
+        episodes[:round(self.ragged * self.n_tasks)] = 1
+        return episodes
 
     def rates(self) -> dict[str, float]:
         """The shares of replications whose claim (before the voiding gates) is better and
         worse, whose verdict is better and worse, and whose interval covers the population
-        difference."""
+        difference, all with the reruns (the pipeline's verdict) where the cell has them;
+        and then also as `heldout compare` without --rerun decides ("compare ...")."""
         base, candidate, reruns = self.draws()
-        tallies = dict.fromkeys(("better", "worse", "verdict better", "verdict worse",
-                                 "covers"), 0)
+        episodes = self.episodes_per_task()
+        counted = np.arange(self.episodes)[None, :] < episodes[:, None]
+        groups = None if self.group_size == 1 or self.withhold_groups else \
+            np.arange(self.n_tasks) // self.group_size
+        keys = ("better", "worse", "verdict better", "verdict worse", "covers")
+        compared = [f"compare {key}" for key in keys] if reruns else []
+        tallies = dict.fromkeys((*keys, *compared), 0)
+
+        def tally(decision, prefix: str) -> None:
+            tallies[prefix + "better"] += decision.claim == BETTER
+            tallies[prefix + "worse"] += decision.claim == WORSE
+            tallies[prefix + "verdict better"] += decision.verdict == BETTER
+            tallies[prefix + "verdict worse"] += decision.verdict == WORSE
+            tallies[prefix + "covers"] += self.truth is not None and \
+                decision.difference.low <= self.truth <= decision.difference.high
+
         for i in range(self.replications):
             runs = [base[i], *(rerun[i] for rerun in reruns)]
-            measured = Reruns(tuple(float(run.mean()) for run in runs), episode_variance(
-                sum(run.sum(axis=-1) for run in runs), np.full(self.n_tasks,
-                                                               len(runs) * self.episodes),
-                len(runs))) if reruns else None
-            decision = decide(base[i].mean(axis=-1), candidate[i].mean(axis=-1),
-                              n_episodes=self.episodes, base_passed=base[i, :, 0],
-                              candidate_passed=candidate[i, :, 0], reruns=measured, seed=i)
-            tallies["better"] += decision.claim == BETTER
-            tallies["worse"] += decision.claim == WORSE
-            tallies["verdict better"] += decision.verdict == BETTER
-            tallies["verdict worse"] += decision.verdict == WORSE
-            tallies["covers"] += self.truth is not None and \
-                decision.difference.low <= self.truth <= decision.difference.high
+            rates = [(run & counted).sum(axis=-1) / episodes for run in (base[i], candidate[i])]
+
+            arguments = dict(n_episodes=episodes, base_passed=base[i, :, 0],
+                             candidate_passed=candidate[i, :, 0], groups=groups, seed=i)
+            if reruns:
+                measured = Reruns(tuple(float(((run & counted).sum(axis=-1) / episodes).mean())
+                                        for run in runs), episode_variance(
+                    sum((run & counted).sum(axis=-1) for run in runs), len(runs) * episodes,
+                    len(runs)))
+                tally(decide(*rates, reruns=measured, **arguments), "")
+                tally(decide(*rates, **arguments), "compare ")
+            else:
+                tally(decide(*rates, **arguments), "")
         return {key: count / self.replications for key, count in tallies.items()}

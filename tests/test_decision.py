@@ -136,16 +136,28 @@ def test_reruns_whose_spread_the_episodes_explain_change_nothing():
 
 
 def test_the_minimum_detectable_effect_is_the_verdicts_own():
-    # 10 differences of 1 among 200: sd 0.21849. With the drift: (z.975 + z.8)·√(sd²/N + 2τ²).
-    decision = decide_on(passes(200, range(80)), passes(200, range(90)), reruns=WIDE_RERUNS)
+    # 120 tasks only the candidate passes, 40 only the base, among 200: the bootstrap-t
+    # decides, and with the drift the MDE is (z.975 + z.8)·√(sd²/N + 2τ²).
+    base, candidate = passes(200, range(80)), passes(200, range(40, 200))
+    sd = float(np.std(candidate.astype(float) - base, ddof=1))
+    decision = decide_on(base, candidate, reruns=WIDE_RERUNS)
     assert decision.support.mde == pytest.approx(
-        Z_SUM * math.sqrt(0.21849**2 / 200 + 2 * 0.0013), rel=1e-4)
+        Z_SUM * math.sqrt(sd**2 / 200 + 2 * 0.0013), rel=1e-4)
+    # 10 differences of 1 among 200 (sd 0.21849): fewer than 75 units differ, so the betting
+    # interval would decide, and its wider critical value is the MDE's (here the drift has
+    # widened the bootstrap-t's interval beyond the betting one's).
+    few = decide_on(passes(200, range(80)), passes(200, range(90)), reruns=WIDE_RERUNS)
+    assert few.support.mde == pytest.approx((math.sqrt(2 * math.log(40)) + stats.norm.ppf(0.8))
+                                            * math.sqrt(0.21849**2 / 200 + 2 * 0.0013), rel=1e-4)
     # Below 100 units the betting interval decides: √(2 log 40) = 2.716 in place of 1.960.
     small = decide_on(passes(60, range(20)), passes(60, range(30)))
     sd = float(np.std(np.r_[np.ones(10), np.zeros(50)], ddof=1))
     assert small.support.mde == pytest.approx(
         (math.sqrt(2 * math.log(40)) + stats.norm.ppf(0.8)) * sd / math.sqrt(60), rel=1e-9)
     assert units_for(0.05, 0.21849, 0.0) == math.ceil((Z_SUM * 0.21849 / 0.05) ** 2)
+    # When 5% of the units differ the betting interval decides up to 1,500 units.
+    assert units_for(0.05, 0.21849, 0.0, differing_share=0.05) == math.ceil(
+        ((math.sqrt(2 * math.log(40)) + stats.norm.ppf(0.8)) * 0.21849 / 0.05) ** 2)
     assert units_for(0.05, 0.21849, 0.03) is None  # 2τ²·Z² > 0.05²: drift alone is too much
 
 

@@ -63,7 +63,10 @@ def test_fixing_ten_tasks_of_200_and_breaking_none_is_better(episodes: int):
         assert difference.method == "newcombe paired score"
         assert (difference.low, difference.high) == pytest.approx((0.01829, 0.08145), abs=5e-5)
     else:
-        assert difference.method == "bootstrap-t over 200 tasks, 9,999 resamples"
+        # Only 10 of the 200 tasks differ: the betting interval, valid at any size, decides.
+        assert difference.method == (
+            "bootstrap-t over 200 tasks, 9,999 resamples, widened to the hedged-capital "
+            "betting over 200 tasks (10 of 200 units differ, fewer than 75)")
     # The deciding test flips the signs of the 10 differences of +1 (of rates over every
     # episode, so the same at 1 and 3 episodes): only the two all-equal patterns reach
     # |Σ| = 10, p = 2·0.5^10, McNemar's exact p on the 10 discordant pairs at sample 0.
@@ -82,7 +85,12 @@ def test_fixing_ten_tasks_of_200_and_breaking_none_is_better(episodes: int):
     flips = report.flips
     assert flips.improved == [f"t{i:03d}" for i in range(80, 90)]
     assert (flips.regressed, flips.both_pass, flips.both_fail, flips.tied) == ([], 80, 110, 0)
-    assert report.power.underpowered is False
+    # At one episode the exact test's MDE is (z.975 + z.8)·0.01545 = 4.3 points; at three the
+    # betting interval's is (√(2 log 40) + z.8)·0.01545 = 5.5, above the +5 observed.
+    critical = 1.95996 if episodes == 1 else float(np.sqrt(2 * np.log(40)))
+    assert report.power.mde == pytest.approx((critical + 0.84162) * 0.21849 / np.sqrt(200),
+                                             rel=1e-4)
+    assert report.power.underpowered is (episodes == 3)
     # The default k stop at n/2: at 3 episodes, pass@1 alone.
     assert [point.k for point in report.pass_at_k.arms.base] == [1]
 
@@ -164,18 +172,19 @@ def test_every_task_passing_in_both_arms_reports_the_exact_bound_and_says_so():
 def test_the_headline_shows_beside_the_verdict_what_it_rests_on():
     # fixed_ten_of_200 with three runs and the protocol card (its test set opened once). The
     # runs' sd 0.05 of which the episodes explain √0.0012 = 0.0346: drift τ = √0.0013 = 0.0361.
-    # The verdict's MDE (z.975 + z.8)·√(sd²/N + 2τ²) = 2.8016 · √(0.21849²/200 + 0.0026) =
-    # 0.1493; ties: t000-t079 pass in both, t090-t199 fail in both.
+    # Only 10 tasks differ, so the betting interval decides and the verdict's MDE is
+    # (√(2 log 40) + z.8)·√(sd²/N + 2τ²) = 3.5578 · √(0.21849²/200 + 0.0026) = 0.1896;
+    # ties: t000-t079 pass in both, t090-t199 fail in both.
     base, candidate = passing(200, range(80)), passing(200, range(90))
     report = build_report(rollouts("base", base), rollouts("fixed", candidate),
                           reruns=DRIFTING, protocol=PROTOCOL)
     support = ("Rests on 200 tasks in 200 groups, 1 episode(s) each; ties: 80 pass in both, "
-               "110 fail in both; minimum detectable effect of the verdict 14.9 points; "
+               "110 fail in both; minimum detectable effect of the verdict 19.0 points; "
                "run-level drift 3.6 points (3 runs, spread 5.0 of which episodes explain 3.5); "
                "test accesses so far: 1; gates fired: the paired test does not reject, "
                "interval includes 0.")
     assert report.headline.notes[0] == support
-    assert report.headline.decision.support.mde == pytest.approx(0.14927, abs=1e-5)
+    assert report.headline.decision.support.mde == pytest.approx(0.18956, abs=1e-5)
     text = headline_markdown(report)
     verdict = text.index("**Verdict: no difference detected: ")
     assert text.index(f"> {support}") > verdict

@@ -9,7 +9,14 @@ import numpy as np
 import pytest
 
 from heldout.statistics.betting import betting_interval
-from heldout.statistics.studentized import RESAMPLES, _standard_errors, studentized_test
+from heldout.statistics.studentized import (
+    RESAMPLES,
+    _standard_errors,
+    hall_inverse,
+    hall_pivot,
+    skewness,
+    studentized_test,
+)
 from tests.skewed_nulls import Narrowing
 
 
@@ -48,6 +55,29 @@ def test_the_standard_error_is_the_cluster_robust_one_with_one_pseudo_unit():
     assert _standard_errors(sums, sizes, np.ones((1, 4)), 0.32 / 4)[0] == pytest.approx(se)
     # Every resample is at or above the observed t, or at or below it (ties are both).
     assert result.p_better + result.p_worse >= 1 + 1 / (RESAMPLES + 1)
+
+
+@pytest.mark.parametrize("kappa", [-2.0, -0.3, 0.0, 0.05, 1.5])
+def test_halls_transformation_is_increasing_and_inverted_exactly(kappa: float):
+    t = np.linspace(-30, 30, 20_001)
+    pivots = hall_pivot(t, kappa)
+    assert np.all(np.diff(pivots) >= 0)
+    back = np.array([hall_inverse(float(pivot), kappa) for pivot in pivots[::500]])
+    assert back == pytest.approx(t[::500], abs=1e-6)
+
+
+def test_the_skewness_is_that_of_the_mean_and_drift_dilutes_it():
+    # Single tasks: κ = Σr³/(Σr²)^(3/2) = γ̂/√N with γ̂ = m3/m2^(3/2), the sample skewness.
+    values = np.array([0.3, 0.1, 0.1, 0.0, 0.0, -0.9])
+    r = values - values.mean()
+    gamma = np.mean(r**3) / np.mean(r**2) ** 1.5
+    ones = np.ones_like(values)
+    kappa = skewness(values, ones, np.ones((1, 6)), 0.0, 0.0)[0]
+    assert kappa == pytest.approx(gamma / math.sqrt(6)) and kappa < 0
+    # A normal run-level shift with the units' own variance halves the variance share.
+    variance = _standard_errors(values, ones, np.ones((1, 6)), 0.0)[0] ** 2
+    assert skewness(values, ones, np.ones((1, 6)), 0.0, variance)[0] == pytest.approx(
+        kappa * 0.5**1.5)
 
 
 def test_a_near_degenerate_sample_is_decided_by_its_spread_not_by_infinite_resamples():

@@ -34,7 +34,8 @@ def power_section(arms: PerArm[Arm], decision: Decision,
     tau = decision.drift.tau if decision.drift is not None else 0.0
 
     def needed(target: float) -> int | None:
-        return units_for(target, decision.support.unit_sd, tau)
+        return units_for(target, decision.support.unit_sd, tau,
+                         decision.test.nonzero_units / max(1, decision.test.units))
 
     warnings = []
     if not spread:

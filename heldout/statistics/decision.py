@@ -22,9 +22,10 @@ larger of their p-values: the bootstrap-t of the mean difference over tasks or g
 (heldout.statistics.studentized), which estimates the skewness, and the sign-flip permutation
 test (exact under the sharp null), which holds where few tasks differ at all and the
 bootstrap's resamples are degenerate. The interval is the bootstrap-t's, which excludes 0
-exactly when that test rejects; below BETTING_BELOW units it is widened to the hedged-capital
-betting interval (heldout.statistics.betting), valid at any size: there a few large losses can
-be missing from the sample altogether, which no resampling can see. The choice and its
+exactly when that test rejects; below BETTING_BELOW units, or below DIFFERING_BELOW units whose
+difference is not 0, it is widened to the hedged-capital betting interval
+(heldout.statistics.betting), valid at any size: there a few large losses can be missing from
+the sample altogether, which no resampling can see. The choice and its
 numbers: benchmarks/verdict_simulation.py, docs/statistics.md. The gates
 come from the evaluation literature the design cites (Miller 2024;
 Bowyer et al. 2025): too few tasks or groups to count on, a set too easy to show a difference,
@@ -33,6 +34,7 @@ arms that did not run the same way.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -68,6 +70,13 @@ TRUNCATION_FLOOR = 0.02  # a truncation rate below 2% is too rare to void anythi
 # simulation the resampling methods' false "better" reached 0.07-0.15 at 30 tasks on skewed
 # nulls and was within its bound from 164 (benchmarks/verdict_simulation.py).
 BETTING_BELOW = 100
+# ... and below this many of them whose difference is not 0. A unit whose arms tie says
+# nothing of the tails, so the resampling methods' accuracy rests on the units that differ:
+# on skewed and near-ceiling sets of 100-164 tasks only 4-75 differ, and there the
+# bootstrap-t said "better" to 0.025-0.057 of nulls. 75 holds every null cell of the grid and
+# keeps the bootstrap-t for the +5-point power cells, where 81-129 tasks differ (50 left a
+# cell at 0.037; 100 cost a third of the power on a U-shaped set: docs/statistics.md).
+DIFFERING_BELOW = 75
 
 # Gates that hold the verdict at "no difference detected", in the order the rule checks them.
 TEST_DOES_NOT_REJECT = "the paired test does not reject"
@@ -100,7 +109,7 @@ class Support:
     both_fail: int  # tasks both arms failed in every episode (ties)
     mde: float | None  # the verdict's minimum detectable effect at ALPHA and POWER: from the
     # paired sd over the test's units (tasks, or groups), the run-level drift, and the
-    # betting interval's wider critical value below BETTING_BELOW units
+    # betting interval's wider critical value where it decides (betting_decides)
     base_pass_at_1: float
     truncation: tuple[float, float]  # (base, candidate) share of episodes truncated
     unit_sd: float = 0.0  # sd of the differences over the test's units (tasks, or groups)
@@ -248,7 +257,8 @@ def decide(
     c = int(np.sum(~base_passed & candidate_passed))
     drift = run_drift(reruns) if reruns is not None else None
     tau = drift.tau if drift is not None else 0.0
-    if episodes.max(initial=1) == 1 and not grouped and not tau:
+    exact = episodes.max(initial=1) == 1 and not grouped and not tau
+    if exact:
         test = signs
         difference = paired_score_interval(b, c, base.size, CONFIDENCE,
                                            both=int(np.sum(base_passed & candidate_passed)))
@@ -266,8 +276,10 @@ def decide(
         episodes=int(episodes.min()) if episodes.size else 0,
         both_pass=int(np.sum((base == 1) & (candidate == 1))),
         both_fail=int(np.sum((base == 0) & (candidate == 0))),
-        mde=verdict_mde(sd, int(differences.size), tau, critical_value(differences.size),
-                        POWER) if sd > 0 or tau > 0 else None,
+        # The exact sign test never hands its interval to the betting one.
+        mde=verdict_mde(sd, int(differences.size), tau, critical_value(
+            differences.size, math.inf if exact else test.nonzero_units), POWER)
+        if sd > 0 or tau > 0 else None,
         base_pass_at_1=float(base.mean()),
         truncation=(float(truncation[0]), float(truncation[1])),
         unit_sd=sd,
@@ -275,30 +287,40 @@ def decide(
     return Decision(difference, test, mcnemar_exact(b, c), drift, support, mismatch)
 
 
-def critical_value(units: int) -> float:
-    """The verdict's critical value in standard errors at `units` tasks or groups: z₁₋α/₂, or
-    √(2 log(2/α)) below BETTING_BELOW, where the betting interval decides (its half-width is
-    about that many standard errors; Waudby-Smith & Ramdas 2024)."""
-    if units < BETTING_BELOW:
+def betting_decides(units: int, differing: float) -> bool:
+    """Whether the betting interval widens the verdict's: below BETTING_BELOW tasks or groups,
+    or below DIFFERING_BELOW of them whose difference is not 0."""
+    return units < BETTING_BELOW or differing < DIFFERING_BELOW
+
+
+def critical_value(units: int, differing: float) -> float:
+    """The verdict's critical value in standard errors at `units` tasks or groups, `differing`
+    of them not 0: z₁₋α/₂, or √(2 log(2/α)) where the betting interval decides (its
+    half-width is about that many standard errors; Waudby-Smith & Ramdas 2024)."""
+    if betting_decides(units, differing):
         return float(np.sqrt(2 * np.log(2 / ALPHA)))
     return float(sps.norm.ppf(1 - ALPHA / 2))
 
 
-def units_for(effect: float, sd: float, tau: float) -> int | None:
+def units_for(effect: float, sd: float, tau: float, differing_share: float = 1.0) -> int | None:
     """Tasks (or groups) the verdict needs to find `effect` with probability POWER, at the
-    paired sd and run-level drift measured; None when the drift alone keeps it out of reach.
-    Below BETTING_BELOW units the betting interval's wider critical value applies."""
-    small = required_units(effect, sd, tau, critical_value(1), POWER)
-    if small is not None and small < BETTING_BELOW:
+    paired sd and run-level drift measured and the share of units that differ; None when the
+    drift alone keeps it out of reach. Where the betting interval decides (betting_decides at
+    that many units, that share of them differing) its wider critical value applies."""
+    switch = max(BETTING_BELOW, math.ceil(DIFFERING_BELOW / differing_share - 1e-9)) \
+        if differing_share > 0 else math.inf
+    small = required_units(effect, sd, tau, critical_value(0, 0), POWER)
+    if small is not None and small < switch:
         return small
-    large = required_units(effect, sd, tau, critical_value(BETTING_BELOW), POWER)
-    return None if large is None else max(large, BETTING_BELOW)
+    large = required_units(effect, sd, tau, critical_value(BETTING_BELOW, DIFFERING_BELOW),
+                           POWER)
+    return None if large is None else max(large, int(switch))
 
 
 def _skew_robust(differences: np.ndarray, signs: PermutationTest, groups: np.ndarray | None,
                  drift_variance: float, seed: int | None) -> tuple[PermutationTest, Interval]:
     """The intersection-union test of the bootstrap-t and the sign-flip test, and its interval
-    (the bootstrap-t's, widened to the betting interval below BETTING_BELOW units)."""
+    (the bootstrap-t's, widened to the betting interval where betting_decides)."""
     studentized = studentized_test(differences, groups=groups, confidence=CONFIDENCE,
                                    drift_variance=drift_variance, seed=seed)
     p_value = max(signs.p_value, studentized.p_value)
@@ -307,12 +329,18 @@ def _skew_robust(differences: np.ndarray, signs: PermutationTest, groups: np.nda
         f"{studentized.method} and {signs.method}, both rejecting (p the larger)",
         bool(p_value <= ALPHA))
     difference = studentized.interval
-    if studentized.units < BETTING_BELOW:
+    if betting_decides(studentized.units, signs.nonzero_units):
         betting = betting_interval(differences, groups=groups, confidence=CONFIDENCE,
                                    seed=seed)
         low, high = min(difference.low, betting.low), max(difference.high, betting.high)
         if (low, high) != (difference.low, difference.high):
             difference = Interval(difference.estimate, low, high,
                                   f"{difference.method}, widened to the {betting.method} "
-                                  f"(fewer than {BETTING_BELOW} units)")
+                                  f"({_why_betting(studentized.units, signs.nonzero_units)})")
     return test, difference
+
+
+def _why_betting(units: int, differing: int) -> str:
+    if units < BETTING_BELOW:
+        return f"fewer than {BETTING_BELOW} units"
+    return f"{differing} of {units} units differ, fewer than {DIFFERING_BELOW}"
