@@ -245,7 +245,9 @@ def summarize(table: pd.DataFrame, path: Path, scoring: Scoring,
                "beyond_half": beyond_half([k for k in requested if k <= n_min], n_min)},
         "statuses": {str(s): int(c) for s, c in table["status"].value_counts().items()},
         "canaries": None, "file_passed": None,
-        **summarize_checkpoint(counts, requested),
+        # The task source's groups, when one was given: the interval rests on them.
+        **summarize_checkpoint(counts, requested,
+                               groups={task.id: task.group for task in scoring.tasks} or None),
     }
 
 
@@ -260,8 +262,8 @@ def print_summary(scored: Scored) -> None:
     stdout.print(f"{scored.path}{into}: checkpoint {s['checkpoint']}, harness "
                  f"{str(s['harness'])[:12]}", **SAY)
     stdout.print(f"  {s['n_tasks']} tasks, {n} ({s['episodes']} samples); pass@1 "
-                 f"{p1['estimate']:.3f} [{p1['low']:.3f}, {p1['high']:.3f}] (95% interval, "
-                 "tasks resampled)", **SAY)
+                 f"{p1['estimate']:.3f} [{p1['low']:.3f}, {p1['high']:.3f}] (95% interval: "
+                 f"{p1['method']})", **SAY)
     stdout.print("  pass@k " + "  ".join(f"k={k} {v:.3f}" for k, v in s["pass_at_k"].items())
                  + "   pass^k " + "  ".join(f"k={k} {v:.3f}"
                                              for k, v in s["pass_hat_k"].items()), **SAY)

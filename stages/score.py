@@ -117,16 +117,20 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
         # Python strings, one per episode.
         counts = combine_counts(per_task_counts(table) for table in rollouts.values())
         ks = default_ks(harness.n)
+        # Every interval rests on the val tasks' groups (the split key): tasks of one group
+        # rise and fall together, so they count as one unit, not several.
+        val_tasks = load_tasks(root / split_file("val"))
+        groups = {task.id: task.group for task in val_tasks}
         summaries = {
-            name: summarize_checkpoint(counts[counts["checkpoint"] == name], ks)
+            name: summarize_checkpoint(counts[counts["checkpoint"] == name], ks, groups=groups)
             for name in checkpoints
         }
         gaps = {name: gap_counts(table) for name, table in rollouts.items()}
         for name in checkpoints:
-            gap = summarize_gap(gaps[name])
+            gap = summarize_gap(gaps[name], groups=groups)
             summaries[name]["public_hidden"] = None if gap is None else gap.to_json()
-        alarms = public_hidden_alarms(gaps, params.get("base"), section(params, "alarm",
-                                                                         AlarmConfig))
+        alarms = public_hidden_alarms(gaps, params.get("base"),
+                                      section(params, "alarm", AlarmConfig), groups)
         scores = {
             "split": "val",
             "val_digest": manifest["digests"]["val"],
@@ -157,16 +161,18 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
         for path in (SCORES, PER_TASK, PASSK_CSV, PASSK_PNG):
             mlflow_run.log_artifact(root / path, "scores")
         mlflow_run.log_artifact(root / VAL_METRICS, "scores/metrics")
-        log_split_input(mlflow_run, root, manifest, "val", load_tasks(root / split_file("val")))
+        log_split_input(mlflow_run, root, manifest, "val", val_tasks)
     return scores
 
 
 def public_hidden_alarms(gaps: dict[str, pd.DataFrame], base: str | None,
-                         config: AlarmConfig) -> dict[str, dict[str, Any]]:
-    """The alarm of each checkpoint but the base, where both have tasks with public tests."""
+                         config: AlarmConfig, groups: dict[str, str] | None = None,
+                         ) -> dict[str, dict[str, Any]]:
+    """The alarm of each checkpoint but the base, where both have tasks with public tests;
+    `groups` maps task id to group."""
     if base not in gaps:
         return {}
-    alarms = {name: gap_alarm(gap, gaps[base], config)
+    alarms = {name: gap_alarm(gap, gaps[base], config, groups=groups)
               for name, gap in gaps.items() if name != base}
     return {name: alarm.to_json() for name, alarm in alarms.items() if alarm is not None}
 

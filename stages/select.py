@@ -1,7 +1,8 @@
 """Stage `select`: the val scores → data/selection.json, by the rule in params.select.
 
-It reads validation scores only; the rule was fixed in params before any test number existed,
-and the digests it records let the test stage refuse a selection made from other scores."""
+It reads validation only (the scores, and the val split for its tasks' groups); the rule was
+fixed in params before any test number existed, and the digests it records let the test stage
+refuse a selection made from other scores."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import pandas as pd
 from heldout.canonical import content_digest
 from heldout.files import staged_outputs
 from heldout.statistics.selection import SelectConfig, select_checkpoint
-from stages.catalog import PER_TASK, SCORES, SELECTION
+from heldout.tasks.sources import load_tasks
+from stages.catalog import PER_TASK, SCORES, SELECTION, split_file
 from stages.common import (
     project_root,
     protocol_tags,
@@ -35,7 +37,10 @@ def run(root: Path | None = None) -> dict[str, Any]:
     with tracked_stage(root, params, "select", "select") as mlflow_run:
         mlflow_run.set_tags(protocol_tags(manifest))
         counts = pd.read_parquet(root / PER_TASK)
-        selection = select_checkpoint(counts, order, config)
+        # The val tasks' groups, as the score stage's intervals have them: the standard error
+        # of the one-SE rule is the cluster one over groups.
+        groups = {task.id: task.group for task in load_tasks(root / split_file("val"))}
+        selection = select_checkpoint(counts, order, config, groups=groups)
         scores = json.loads((root / SCORES).read_text(encoding="utf-8"))
         alarms = scores.get("alarms", {})
         for row in selection["table"]:

@@ -34,9 +34,10 @@ from heldout.episodes.sweep import (
 from heldout.errors import ParamsError
 from heldout.files import staged_outputs
 from heldout.report.sensitivity_figure import sensitivity_figure
+from heldout.statistics.bca import difference_interval
 from heldout.statistics.counts import per_task_counts, summarize_checkpoint
+from heldout.statistics.grouping import group_labels
 from heldout.statistics.intervals import Interval
-from heldout.statistics.paired_tests import paired_bootstrap
 from heldout.tasks.record import Task
 from heldout.tasks.sources import load_tasks
 from stages.catalog import SENSITIVITY, SENSITIVITY_METRICS, SENSITIVITY_PNG, split_file
@@ -78,7 +79,8 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
                         for setting in settings}
                   for arm, agent in arms.items()}
         wall_s = time.perf_counter() - started
-        results = {arm: compare_settings(counts[arm], settings) for arm in arms}
+        groups = {task.id: task.group for task in tasks}
+        results = {arm: compare_settings(counts[arm], settings, groups) for arm in arms}
         reference = results.pop(REFERENCE)
         differences = {name: Interval.from_json(row["difference"])
                        for name, row in reference["settings"].items() if name != PINNED}
@@ -155,22 +157,24 @@ def setting_counts(root: Path, arm: str, agent: dict[str, Any], tasks: list[Task
     return per_task_counts(rollout_table(arm, rows))
 
 
-def compare_settings(counts: dict[str, pd.DataFrame], settings: list[Setting]
-                     ) -> dict[str, Any]:
-    """One arm: each setting's pass@1 with its task interval and where its episodes went, and
-    its paired difference from the pinned setting (setting − pinned, per-task pass rates, task
-    bootstrap) with whether that interval excludes 0."""
+def compare_settings(counts: dict[str, pd.DataFrame], settings: list[Setting],
+                     groups: dict[str, str] | None = None) -> dict[str, Any]:
+    """One arm: each setting's pass@1 with its interval and where its episodes went, and its
+    paired difference from the pinned setting (setting − pinned, per-task pass rates:
+    difference_interval) with whether that interval excludes 0; both over the `groups` (task
+    id to group) when the tasks have them."""
     rates = {name: (table["c"] / table["n"]).set_axis(table["task_id"])
              for name, table in counts.items()}
     pinned = rates[PINNED]
     rows: dict[str, Any] = {}
     for setting in settings:
-        summary = summarize_checkpoint(counts[setting.name], [1])
+        summary = summarize_checkpoint(counts[setting.name], [1], groups=groups)
         row = {"pass_at_1": summary["pass_at_1"], "episodes": summary["episodes"],
                **{rate: summary[rate] for rate in KEPT_RATES}}
         if setting.name != PINNED:
             mine = rates[setting.name].reindex(pinned.index)
-            difference = paired_bootstrap(mine.to_numpy(), pinned.to_numpy())
+            difference = difference_interval((mine - pinned).to_numpy(),
+                                             groups=group_labels(pinned.index, groups))
             row.update(difference=difference.to_json(), excludes_zero=excludes_zero(difference))
         rows[setting.name] = row
     moves = {name: Interval.from_json(row["difference"]) for name, row in rows.items()

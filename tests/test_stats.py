@@ -33,6 +33,7 @@ from heldout.statistics import (
     task_bootstrap_se,
     wilson_interval,
 )
+from heldout.statistics.bca import arm_interval
 from heldout.statistics.power import episode_variance, required_units, verdict_mde
 
 
@@ -548,7 +549,9 @@ def test_summarize_counts():
     summary = summarize_counts(counts, n, n_boot=2_000)
     assert summary.n_tasks == 4
     assert summary.pass_at_1.estimate == pytest.approx(np.mean(counts / n), abs=1e-15)
-    assert summary.pass_at_1 == task_bootstrap_ci(counts / n, n_boot=2_000)
+    # One interval per quantity: the summary's pass@1 is one arm's interval (the report's).
+    assert summary.pass_at_1 == arm_interval(counts / n, n_episodes=n, n_boot=2_000)
+    assert summary.pass_at_1.method == "BCa bootstrap over 4 tasks"
     assert list(summary.pass_at_k) == [1, 2, 4, 8]
     tasks = [(int(ni), int(ci)) for ni, ci in zip(n, counts, strict=True)]
     for k in summary.pass_at_k:
@@ -561,10 +564,22 @@ def test_summarize_counts():
     assert summary.design_effect == design_effect(counts, n)
 
 
+def test_summarize_counts_rests_on_groups():
+    # Two templates of three tasks each: the three of a template move together, so the
+    # interval counts 2 units and comes out at least as wide as the one over 6 tasks.
+    counts, n = np.array([9, 9, 8, 1, 2, 1]), np.full(6, 10)
+    groups = np.array(["a", "a", "a", "b", "b", "b"])
+    grouped = summarize_counts(counts, n, groups=groups, n_boot=2_000).pass_at_1
+    assert grouped == arm_interval(counts / n, n_episodes=n, groups=groups, n_boot=2_000)
+    assert "2 groups" in grouped.method
+    ungrouped = summarize_counts(counts, n, n_boot=2_000).pass_at_1
+    assert grouped.high - grouped.low > ungrouped.high - ungrouped.low
+
+
 def test_summarize_counts_explicit_ks_and_edges():
     summary = summarize_counts([32] * 5, 32, ks=[1, 3])
     assert list(summary.pass_at_k) == [1, 3]
-    assert summary.pass_at_1.method == "clopper-pearson"
+    assert summary.pass_at_1.method == "clopper-pearson: all 5 tasks pass"
     assert summary.pass_at_1.low == pytest.approx(clopper_pearson_interval(5, 5).low, abs=1e-15)
     assert (summary.failure_capable, summary.all_fail) == (0, 0)
     assert math.isnan(summary.design_effect.rho)

@@ -51,6 +51,7 @@ from heldout.statistics.decision import (
     Decision,
 )
 from heldout.statistics.estimators import pass_at_k, pass_hat_k
+from heldout.statistics.grouping import group_labels
 from heldout.statistics.power import Reruns
 from heldout.statistics.summary import CountsSummary
 
@@ -66,7 +67,10 @@ def _exact_bound_notes(
     """Say so wherever the zero-width bootstrap interval was replaced by an exact bound."""
     notes = []
     for arm, summary in zip(arms, summaries, strict=True):
-        if summary.pass_at_1.method.startswith("clopper-pearson"):
+        # Tasks (or groups) all at one rate inside (0, 1) get an exact bound too, but not
+        # because every episode went one way.
+        if (summary.pass_at_1.method.startswith("clopper-pearson")
+                and summary.pass_at_1.estimate in (0, 1)):
             outcome = "passed" if summary.pass_at_1.estimate == 1 else "failed"
             notes.append(
                 f"Every episode of every task {outcome} for {arm.name}: a bootstrap over tasks "
@@ -340,6 +344,7 @@ def build_report(
         warnings += protocol_warnings(protocol_card,
                                       [*harness.fingerprints.base, *harness.fingerprints.candidate])
     sd = paired_sd(arms)
+    labels = group_labels(arms.base.counts.index, groups)
     headline = Headline(
         pass_at_1=estimates.pass_at_1,
         decision=decision,
@@ -358,8 +363,8 @@ def build_report(
         harness=harness,
         headline=headline,
         flips=flips,
-        pass_at_k=curve(arms, pass_at_k, ks, seed),
-        pass_hat_k=curve(arms, pass_hat_k, ks, seed),
+        pass_at_k=curve(arms, pass_at_k, ks, seed, labels),
+        pass_hat_k=curve(arms, pass_hat_k, ks, seed, labels),
         power=power_section(arms, decision, target_effect),
         beneath=beneath,
         protocol=protocol_card,

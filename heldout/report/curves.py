@@ -1,6 +1,7 @@
-"""pass@k and pass^k of both arms against k, with task-bootstrap bands, their paired difference
-and where the curves cross: a candidate can lead at k = 1 and trail at k = 10 (more reach in
-the base, more reliability in the candidate), which pass@1 alone would hide."""
+"""pass@k and pass^k of both arms against k, with one arm's interval as each band, their paired
+difference and where the curves cross: a candidate can lead at k = 1 and trail at k = 10 (more
+reach in the base, more reliability in the candidate), which pass@1 alone would hide. Bands and
+differences rest on the tasks' groups when they have them, as pass@1 does."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ import numpy as np
 
 from heldout.report.inputs import Arm
 from heldout.report.sections import Crossing, Curve, CurvePoint, DifferencePoint, PerArm
-from heldout.statistics.intervals import Interval, task_bootstrap_ci
-from heldout.statistics.paired_tests import paired_bootstrap
+from heldout.statistics.bca import arm_estimate_interval, difference_interval
+from heldout.statistics.intervals import Interval
 
 
 def _leader(difference: Interval, names: PerArm[str]) -> str | None:
@@ -36,20 +37,23 @@ def _crossings(differences: list[DifferencePoint]) -> list[Crossing]:
 
 
 def curve(
-    arms: PerArm[Arm], estimator: Callable[..., Any], ks: list[int], seed: int
+    arms: PerArm[Arm], estimator: Callable[..., Any], ks: list[int], seed: int,
+    groups: np.ndarray | None = None,
 ) -> Curve:
-    """`estimator` (pass_at_k or pass_hat_k) per arm at every k, with task-bootstrap bands,
-    their paired difference, and where the two curves cross."""
+    """`estimator` (pass_at_k or pass_hat_k) per arm at every k, with bands
+    (arm_estimate_interval), their paired difference (difference_interval), and where the two
+    curves cross; `groups`: one label per compared task, or None (heldout.statistics.grouping).
+    """
     per_task = arms.map(lambda arm: np.asarray(
         estimator(arm.counts["n"].to_numpy(), arm.counts["c"].to_numpy(), ks)))
     bands = per_task.map(lambda table: [
-        CurvePoint(k, task_bootstrap_ci(table[:, column], seed=seed))
+        CurvePoint(k, arm_estimate_interval(table[:, column], groups=groups, seed=seed))
         for column, k in enumerate(ks)
     ])
     names = arms.map(lambda arm: arm.name)
     differences = []
     for column, k in enumerate(ks):
-        difference = paired_bootstrap(per_task.candidate[:, column], per_task.base[:, column],
-                                      seed=seed)
+        difference = difference_interval(
+            per_task.candidate[:, column] - per_task.base[:, column], groups=groups, seed=seed)
         differences.append(DifferencePoint(k, difference, _leader(difference, names)))
     return Curve(bands, differences, _crossings(differences))

@@ -225,8 +225,8 @@ def _curves(report: Report, figures: Collection[str]) -> Section:
         "interval per k on each side, with no correction for multiplicity, so some will "
         "exclude 0 by chance; read them as description, not as findings.", "note")]
     if "pass_k" in figures:
-        blocks.append(Figure("pass_k", "pass@k and pass^k for both arms; bands are 95% "
-                                       "task-bootstrap intervals."))
+        blocks.append(Figure("pass_k", "pass@k and pass^k for both arms; bands are each arm's "
+                                       "95% interval, over groups when the tasks have them."))
     for curve, label in ((report.pass_at_k, "pass@k"), (report.pass_hat_k, "pass^k")):
         blocks += [Paragraph(_crossing_text(curve, label)),
                    _curve_table(report.names, curve, label)]

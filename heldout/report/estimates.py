@@ -12,8 +12,8 @@ import numpy as np
 
 from heldout.report.inputs import Arm
 from heldout.report.sections import PerArm
-from heldout.statistics.bca import arm_interval
 from heldout.statistics.decision import Decision, decide
+from heldout.statistics.grouping import group_labels
 from heldout.statistics.intervals import Interval
 from heldout.statistics.power import Reruns
 from heldout.statistics.summary import CountsSummary, summarize_counts
@@ -22,7 +22,7 @@ from heldout.statistics.summary import CountsSummary, summarize_counts
 @dataclass(frozen=True)
 class HeadlineEstimates:
     summaries: PerArm[CountsSummary]  # per-arm counts summarized, with the design effect
-    pass_at_1: PerArm[Interval]  # each arm's pass@1, monotone and exact-bounded at the edges
+    pass_at_1: PerArm[Interval]  # each arm's pass@1 (its summary's): monotone, exact at the edges
     decision: Decision
 
 
@@ -30,15 +30,10 @@ def headline_estimates(
     arms: PerArm[Arm], *, groups: Mapping[str, str] | None,
     reruns: Reruns | None, mismatch: str | None, seed: int
 ) -> HeadlineEstimates:
+    labels = group_labels(arms.base.counts.index, groups)
     summaries = arms.map(lambda arm: summarize_counts(
-        arm.counts["c"].to_numpy(), arm.counts["n"].to_numpy(), [1], seed=seed))
-    tasks = list(arms.base.counts.index)
-    labels = (np.array([groups.get(task, task) for task in tasks])
-              if groups is not None else None)
-    if labels is not None and np.unique(labels).size == labels.size:
-        labels = None  # every task its own group: the tasks are the units
-    pass_at_1 = arms.map(lambda arm: arm_interval(
-        arm.rates, n_episodes=arm.counts["n"].to_numpy(), groups=labels, seed=seed))
+        arm.counts["c"].to_numpy(), arm.counts["n"].to_numpy(), [1], groups=labels, seed=seed))
+    pass_at_1 = summaries.map(lambda summary: summary.pass_at_1)
     episodes = arms.map(lambda arm: int(arm.counts["n"].min()))
     if mismatch is None and arms.base.counts["n"].tolist() != arms.candidate.counts["n"].tolist():
         mismatch = (f"the arms ran different numbers of episodes per task ({episodes.base} and "

@@ -38,7 +38,7 @@ def _png(figure: Figure, metadata: dict[str, Any] | None = WITHOUT_SOFTWARE_TAG)
 
 
 def pass_k_figure(report: Report) -> bytes:
-    """pass@k and pass^k against k for both arms, with task-bootstrap bands."""
+    """pass@k and pass^k against k for both arms, with each arm's interval as its band."""
     figure = Figure(figsize=(10, 4.2), dpi=110, layout="constrained")
     for axes, (curve, label) in zip(
         figure.subplots(1, 2), ((report.pass_at_k, "pass@k"), (report.pass_hat_k, "pass^k")),

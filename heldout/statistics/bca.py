@@ -1,12 +1,13 @@
-"""BCa bootstrap intervals for a mean over tasks or over groups of tasks, and the interval of one
-arm's pass rate built on them.
+"""BCa bootstrap intervals for a mean over tasks or over groups of tasks, the interval of one
+arm's pass rate (or pass@k, pass^k) built on them, and the cluster standard error of a mean.
 
 Sources: Efron 1987, "Better Bootstrap Confidence Intervals", JASA 82:171-185; Efron &
 Tibshirani 1993, "An Introduction to the Bootstrap", ch. 14 (BCa: bias correction z0 and the
 jackknife estimate of the acceleration a, eqs. 14.14-14.15); Davison & Hinkley 1997, "Bootstrap
 Methods and their Application", §3.8 (resample the clusters, not the units, when units of a
 cluster are correlated); Field & Welsh 2007, JRSS B 69:369-390 (the cluster bootstrap);
-Miller 2024, arXiv:2411.00640 (clustered standard errors: the cluster is the unit); Wilson 1927;
+Miller 2024, arXiv:2411.00640 (clustered standard errors: the cluster is the unit); Cameron &
+Miller 2015, J. Human Resources 50:317-372 (the cluster-robust standard error); Wilson 1927;
 Brown, Cai & DasGupta 2001, Statistical Science 16:101-133.
 """
 
@@ -22,6 +23,7 @@ from heldout.statistics._arrays import (
     chunk_sizes,
     finite_values,
     group_codes,
+    unit_sums,
     whole_numbers,
 )
 from heldout.statistics.intervals import (
@@ -150,37 +152,59 @@ def arm_interval(
 
     rates: per-task pass rates, shape (N,); n_episodes: the n behind them, a scalar or one per
     task (checked: every rate must be a whole number of passes out of n, so that a pass@k
-    estimate is not mistaken for a rate); groups: one label per task, or None.
+    estimate is not mistaken for a rate); groups: one label per task, or None. The interval is
+    arm_estimate_interval's; raises ValueError for rates outside [0, 1] or not c/n, and as
+    bca_interval does.
+    """
+    rates = finite_values("rates", rates)
+    _check_pass_rates(rates, n_episodes)
+    return arm_estimate_interval(rates, groups=groups, confidence=confidence, seed=seed,
+                                 n_boot=n_boot)
 
-    - Every rate 0 or 1, no groups (one episode per task, or tasks that pass or fail all
-      their episodes): the tasks are Bernoulli draws of the population pass rate, and the
-      interval is the binomial one on (k passing tasks, N): Wilson for 0 < k < N, and the exact
+
+def arm_estimate_interval(
+    values: ArrayLike,
+    *,
+    groups: ArrayLike | None = None,
+    confidence: float = 0.95,
+    seed: int | None = 0,
+    n_boot: int = 4000,
+) -> Interval:
+    """Interval for the mean over tasks of one arm's per-task estimates in [0, 1]: pass rates
+    c/n (through arm_interval, which checks them), the unbiased pass@k and pass^k, a share of
+    episodes. groups: one label per task, or None.
+
+    - Every value 0 or 1, no groups (one episode per task, or tasks that pass or fail all
+      their episodes): the tasks are Bernoulli draws of the population mean, and the
+      interval is the binomial one on (k tasks at 1, N): Wilson for 0 < k < N, and the exact
       Clopper-Pearson bound at k = 0 and k = N, where Wilson is narrower than the exact bound.
       Both are monotone in k, and CP's upper bound at 0 (1 − (α/2)^(1/N)) stays below
       Wilson's at 1, so the interval never shrinks as a task is added to the passing ones
       (the task bootstrap gave [0, 0.116] at 0 of 30 and [0, 0.100] at 1 of 30).
     - Otherwise: BCa over tasks, or the cluster BCa over groups (bca_interval), pulled toward
       the hull of itself and the Wilson interval on (p̂·U, U), U the tasks or groups. Wilson
-      there treats each unit as one Bernoulli trial, the largest variance a rate in [0, 1]
+      there treats each unit as one Bernoulli trial, the largest variance a value in [0, 1]
       with that mean can have (p(1 − p)), so it holds whatever the tasks are like; the BCa
-      interval estimates the variance from the units, and when few of them ever pass (or
-      ever fail) the tail that carries the mean is barely sampled and it falls short
+      interval estimates the variance from the units, and when few of them are ever above 0
+      (or ever below 1) the tail that carries the mean is barely sampled and it falls short
       (0.913-0.938 at N = 30 on skewed Beta task sets with 5-10 episodes). The pull is the share
-      (15 − k)/14 clipped to [0, 1], k the units that passed at least once or failed at
-      least once, whichever are fewer: the whole way when one unit carries every pass (or
-      every failure), none from 15 such units on, without a jump in between. With 15,
-      simulation (benchmarks/coverage_single_arm.py, N = 30, 2,000 replications) puts the
-      coverage at 0.944-0.984 on skewed sets and 0.941-0.966 in the middle of the range,
-      where the interval is BCa's; 10 left one skewed cell at 0.928.
+      (15 − k)/14 clipped to [0, 1], k the units with a value above 0 or below 1 (for a pass
+      rate: that passed at least once, failed at least once), whichever are fewer: the whole
+      way when one unit carries every pass (or every failure), none from 15 such units on,
+      without a jump in between. With 15, simulation (benchmarks/coverage_single_arm.py, N =
+      30, 2,000 replications) puts the coverage at 0.944-0.984 on skewed sets and 0.941-0.966
+      in the middle of the range, where the interval is BCa's; 10 left one skewed cell at 0.928.
 
-    The method says which, and over how many tasks or groups. Raises ValueError for rates
-    outside [0, 1] or not c/n, and as bca_interval does.
+    The method says which, and over how many tasks or groups. Raises ValueError for values
+    outside [0, 1], and as bca_interval does.
     """
-    rates = finite_values("rates", rates)
-    _check_pass_rates(rates, n_episodes)
-    n_tasks = rates.size
-    if groups is None and np.all((rates == 0) | (rates == 1)):
-        passed = int(rates.sum())
+    values = finite_values("values", values)
+    outside = np.flatnonzero((values < 0) | (values > 1))
+    if outside.size:
+        raise ValueError(f"values must lie in [0, 1]; task {outside[0]} has {values[outside[0]]}")
+    n_tasks = values.size
+    if groups is None and np.all((values == 0) | (values == 1)):
+        passed = int(values.sum())
         if 0 < passed < n_tasks:
             interval = wilson_interval(passed, n_tasks, confidence)
             return Interval(interval.estimate, interval.low, interval.high,
@@ -188,11 +212,11 @@ def arm_interval(
         interval = clopper_pearson_interval(passed, n_tasks, confidence)
         return Interval(interval.estimate, interval.low, interval.high,
                         f"clopper-pearson: all {n_tasks} tasks {'pass' if passed else 'fail'}")
-    bca = bca_interval(rates, groups=groups, confidence=confidence, n_boot=n_boot, seed=seed,
+    bca = bca_interval(values, groups=groups, confidence=confidence, n_boot=n_boot, seed=seed,
                        support=(0.0, 1.0))
     codes, n_units, _ = _units(n_tasks, groups)
-    ever_passed = np.count_nonzero(np.bincount(codes, weights=rates > 0, minlength=n_units))
-    ever_failed = np.count_nonzero(np.bincount(codes, weights=rates < 1, minlength=n_units))
+    ever_passed = np.count_nonzero(np.bincount(codes, weights=values > 0, minlength=n_units))
+    ever_failed = np.count_nonzero(np.bincount(codes, weights=values < 1, minlength=n_units))
     informative = min(ever_passed, ever_failed)
     pull = min(1.0, max(0.0, (EDGE_UNITS - informative) / (EDGE_UNITS - 1)))
     wilson_low, wilson_high = wilson_bounds(bca.estimate * n_units, n_units, confidence)
@@ -204,6 +228,20 @@ def arm_interval(
     return Interval(bca.estimate, float(low), float(high),
                     f"{bca.method}, widened toward Wilson: {informative} of {n_units} "
                     f"{'groups' if groups is not None else 'tasks'} ever {side}")
+
+
+def mean_standard_error(values: ArrayLike, *, groups: ArrayLike | None = None) -> float:
+    """Standard error of the mean over tasks of `values`: the sample standard deviation over
+    √N without groups; with groups the cluster-robust one over the G groups, √(G/(G − 1)·
+    Σ_g (s_g − n_g·x̄)²)/N, s_g and n_g a group's sum and tasks (Cameron & Miller 2015; with
+    each task its own group it is the first). 0 with a single unit: nothing to vary over."""
+    values = finite_values("values", values)
+    sums, sizes, _ = unit_sums(values, groups)
+    units = sums.size
+    if units < 2:
+        return 0.0
+    residuals = sums - sizes * values.mean()
+    return float(np.sqrt(units / (units - 1) * np.sum(residuals**2)) / values.size)
 
 
 def _check_pass_rates(rates: np.ndarray, n_episodes: ArrayLike) -> None:
@@ -241,16 +279,9 @@ def difference_interval(
     values = np.asarray(differences, dtype=float)
     boot = bca_interval(values, groups=groups, confidence=confidence, seed=seed,
                         support=(-1.0, 1.0))
-    n_tasks, mean = values.size, float(values.mean())
-    if groups is None:
-        units = n_tasks
-        standard_error = float(values.std(ddof=1)) / np.sqrt(n_tasks) if n_tasks > 1 else 0.0
-    else:
-        _, index = np.unique(np.asarray(groups), return_inverse=True)
-        sums, sizes = np.bincount(index, values), np.bincount(index)
-        units = sums.size
-        standard_error = float(np.sqrt(units / (units - 1) * np.sum((sums - sizes * mean) ** 2))
-                               / n_tasks) if units > 1 else 0.0
+    mean = float(values.mean())
+    units = values.size if groups is None else group_codes(groups, values.size)[1]
+    standard_error = mean_standard_error(values, groups=groups)
     half = float(sps.t.ppf(0.5 + confidence / 2, units - 1)) * standard_error if units > 1 \
         else 0.0
     low, high = max(-1.0, min(boot.low, mean - half)), min(1.0, max(boot.high, mean + half))

@@ -1,12 +1,12 @@
 """From rollout rows to per-task success counts and per-checkpoint summaries.
 
 The unit is the task: an episode only contributes to its task's count c out of n, and every
-interval comes from resampling tasks (heldout.statistics.intervals).
+interval comes from resampling tasks, or their groups (heldout.statistics.bca).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict
 from typing import Any
 
@@ -15,6 +15,7 @@ import pandas as pd
 
 from heldout.episodes.rows import FAILURES
 from heldout.errors import HeldoutError
+from heldout.statistics.grouping import group_labels
 from heldout.statistics.power import Reruns, episode_variance
 from heldout.statistics.summary import summarize_counts
 
@@ -103,12 +104,15 @@ def beyond_half(ks: Iterable[int], n: int) -> list[int]:
     return [k for k in ks if 2 * k > n and k > 1]
 
 
-def summarize_checkpoint(counts: pd.DataFrame, ks: list[int], seed: int = 0) -> dict[str, Any]:
+def summarize_checkpoint(counts: pd.DataFrame, ks: list[int], seed: int = 0,
+                         groups: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Every estimator for one checkpoint's per-task counts, plus the rates that sit beside
-    every pass rate (errors, timeouts, truncations, refusals per episode)."""
+    every pass rate (errors, timeouts, truncations, refusals per episode). `groups` maps task
+    id to group (heldout.statistics.grouping): pass@1's interval then rests on the groups."""
     n = counts["n"].to_numpy()
     c = counts["c"].to_numpy()
-    summary = summarize_counts(c, n, [k for k in ks if k <= n.min()], seed=seed)
+    summary = summarize_counts(c, n, [k for k in ks if k <= n.min()], seed=seed,
+                               groups=group_labels(counts["task_id"], groups))
     episodes = int(n.sum())
     return {
         "n_tasks": summary.n_tasks,

@@ -7,6 +7,7 @@ detect is a choice made on noise; the selection says so rather than hiding it.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import numpy as np
@@ -14,8 +15,9 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from heldout.errors import ParamsError
+from heldout.statistics.bca import arm_estimate_interval, mean_standard_error
 from heldout.statistics.estimators import pass_at_k
-from heldout.statistics.intervals import task_bootstrap_ci, task_bootstrap_se
+from heldout.statistics.grouping import group_labels
 from heldout.statistics.power import mde
 
 RULES = ("best", "one_se", "last")
@@ -55,24 +57,30 @@ def per_task_metric(counts: pd.DataFrame, k: int) -> pd.DataFrame:
 
 
 def select_checkpoint(
-    counts: pd.DataFrame, order: list[str], config: SelectConfig, seed: int = 0
+    counts: pd.DataFrame, order: list[str], config: SelectConfig, seed: int = 0,
+    groups: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Apply the rule to per-task val counts (columns checkpoint, task_id, n, c).
 
     best: the highest val metric (ties: the earlier checkpoint in `order`); one_se: the
-    earliest checkpoint within one task-bootstrap standard error of the best; last: `final`.
+    earliest checkpoint within one standard error of the best; last: `final`. `groups` maps
+    task id to group: the intervals (arm_estimate_interval), the standard errors (the cluster
+    one, mean_standard_error) and the detectable lead then rest on the groups, since tasks of
+    one group rise and fall together and counting them apart would make noise look like a lead.
     """
     values = per_task_metric(counts, config.k)
     missing = [name for name in order if name not in values.columns]
     if missing:
         raise ParamsError(f"no val scores for checkpoint(s) {', '.join(missing)}: run `dvc repro`")
+    labels = group_labels(values.index, groups)
     table = []
     for name in order:
         column = values[name].to_numpy()
-        interval = task_bootstrap_ci(column, seed=seed)
+        interval = arm_estimate_interval(column, groups=labels, seed=seed)
         table.append({
             "checkpoint": name, "value": interval.estimate, "low": interval.low,
-            "high": interval.high, "se": task_bootstrap_se(column, seed=seed),
+            "high": interval.high, "se": mean_standard_error(column, groups=labels),
+            "method": interval.method,
         })
     best = max(table, key=lambda row: (row["value"], -order.index(row["checkpoint"])))
     if config.rule == "best":
@@ -91,21 +99,26 @@ def select_checkpoint(
         "metric": config.metric,
         "table": table,
         "chosen": chosen["checkpoint"],
-        **_lead(values, table, chosen),
+        **_lead(values, table, chosen, labels),
     }
 
 
-def _lead(values: pd.DataFrame, table: list[dict], chosen: dict) -> dict[str, Any]:
+def _lead(values: pd.DataFrame, table: list[dict], chosen: dict,
+          labels: np.ndarray | None) -> dict[str, Any]:
     """How far the chosen checkpoint is ahead of the best of the rest, against the smallest
-    difference this val set could detect between the two (paired, 80% power, α = 0.05)."""
+    difference this val set could detect between the two (paired, 80% power, α = 0.05), over
+    tasks or, with `labels`, over groups."""
     others = [row for row in table if row["checkpoint"] != chosen["checkpoint"]]
     if not others:
         return {"runner_up": None, "lead": None, "val_mde": None, "lead_exceeds_mde": None,
                 "note": "only one checkpoint: nothing to choose between"}
     runner_up = max(others, key=lambda row: row["value"])
     differences = (values[chosen["checkpoint"]] - values[runner_up["checkpoint"]]).to_numpy()
-    sd = float(np.std(differences, ddof=1)) if differences.size > 1 else 0.0
-    detectable = mde(sd, differences.size)
+    units = differences.size if labels is None else np.unique(labels).size
+    # mde takes the spread of the units and their number; the cluster standard error times √U
+    # is that spread for groups (and the tasks' standard deviation without them).
+    spread = mean_standard_error(differences, groups=labels) * np.sqrt(units)
+    detectable = mde(float(spread), units)
     lead = chosen["value"] - runner_up["value"]
     exceeds = bool(lead > detectable)
     note = (

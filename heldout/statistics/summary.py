@@ -1,5 +1,6 @@
-"""One version's per-task success counts summarized: pass@1 with its task-bootstrap interval,
-pass@k and pass^k, the tasks that can show a difference, and the design effect (DESIGN §5)."""
+"""One version's per-task success counts summarized: pass@1 with its interval over tasks or
+groups, pass@k and pass^k, the tasks that can show a difference, and the design effect
+(DESIGN §5)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from heldout.statistics._arrays import check_successes, whole_numbers
+from heldout.statistics.bca import arm_interval
 from heldout.statistics.estimators import pass_at_k, pass_hat_k
-from heldout.statistics.intervals import Interval, task_bootstrap_ci
+from heldout.statistics.intervals import Interval
 from heldout.statistics.power import DesignEffect, design_effect
 
 
@@ -32,13 +34,15 @@ def summarize_counts(
     n: ArrayLike,
     ks: ArrayLike | None = None,
     *,
+    groups: ArrayLike | None = None,
     confidence: float = 0.95,
-    n_boot: int = 10_000,
+    n_boot: int = 4000,
     seed: int | None = 0,
 ) -> CountsSummary:
     """Summary of one version's per-task success counts.
 
-    pass@1 is the task average of c_j/n_j with its task-bootstrap interval (task_bootstrap_ci);
+    pass@1 is the task average of c_j/n_j with one arm's interval (arm_interval), over the
+    `groups` (one label per task) when given;
     pass@k and pass^k are task averages of the unbiased per-task estimators (pass_at_k,
     pass_hat_k) for k in ks, by default the powers of two up to the smallest n. Also counts the
     failure-capable tasks (not all-pass: the only ones that can show a difference), the
@@ -57,7 +61,8 @@ def summarize_counts(
     clustering = design_effect(counts, n) if counts.size >= 2 and n.sum() > counts.size else None
     return CountsSummary(
         n_tasks=int(counts.size),
-        pass_at_1=task_bootstrap_ci(counts / n, confidence, n_boot, seed),
+        pass_at_1=arm_interval(counts / n, n_episodes=n, groups=groups, confidence=confidence,
+                               seed=seed, n_boot=n_boot),
         pass_at_k={int(k): float(v) for k, v in zip(ks, at_k, strict=True)},
         pass_hat_k={int(k): float(v) for k, v in zip(ks, hat_k, strict=True)},
         failure_capable=int(np.sum(counts < n)),
