@@ -37,7 +37,7 @@ CEILING = Narrowing(5.0, 0.4, 0.0, 0.0)
 
 def old_rule(cell: Cell) -> tuple[float, float]:
     """Share called better, and coverage of 0, by the replaced rule on the cell's draws."""
-    base, candidate, _ = cell.draws()
+    (base, *_), (candidate, *_) = cell.draws()  # the replaced rule saw the first runs
     better = covers = 0
     for i in range(cell.replications):
         rates = base[i].mean(axis=-1), candidate[i].mean(axis=-1)

@@ -227,7 +227,8 @@ def compare(
     candidate_name: Annotated[
         str | None, typer.Option(help="B's label (default: its checkpoint column).")
     ] = None,
-    rerun: samples_cli.RerunOption = None,
+    rerun_a: samples_cli.RerunAOption = None,
+    rerun_b: samples_cli.RerunBOption = None,
     target_effect: samples_cli.TargetEffectOption = None,
     groups: samples_cli.GroupsOption = None,
     tasks: samples_cli.TasksOption = None,
@@ -241,17 +242,19 @@ def compare(
     scored first, as `heldout score` does), no pipeline needed."""
     from heldout.report import build_report, headline_markdown, read_rollouts, write_report
     from heldout.report.groups import compare_groups, read_groups_file
-    from heldout.report.inputs import reruns_of
+    from heldout.statistics.counts import pool_runs
 
     setup = samples_cli.scoring(tasks, sandbox, timeout_s, memory_mb, workers)
     given = (f"--groups {groups}", read_groups_file(groups) if groups else [])  # before scoring
     base, candidate = samples_cli.compare_inputs(base, candidate, out, setup)
-    base_table, candidate_table = read_rollouts(base), read_rollouts(candidate)
+    base_table, candidate_table, reruns = pool_runs(
+        [read_rollouts(base), *map(read_rollouts, rerun_a or [])],
+        [read_rollouts(candidate), *map(read_rollouts, rerun_b or [])])
     report = build_report(
         base_table, candidate_table,
         groups=compare_groups((f"--tasks {tasks}", [(t.id, t.group) for t in setup.tasks]),
                               {base: base_table, candidate: candidate_table}, given),
-        reruns=reruns_of(base_table, [read_rollouts(path) for path in rerun or []]),
+        reruns=reruns,
         base_name=base_name, candidate_name=candidate_name,
         sample=sample, allow_harness_mismatch=allow_harness_mismatch, target_effect=target_effect,
     )

@@ -21,9 +21,13 @@ GroupsOption = Annotated[Path | None, typer.Option(
     "--groups", help="A JSON Lines file of {\"task_id\", \"group\"}: tasks of one group "
                      "(repository, family, template) count as one unit. Groups also come from "
                      "--tasks and from a 'group' column of a rollout file.")]
-RerunOption = Annotated[list[Path] | None, typer.Option(
-    "--rerun", help="Another run of A under new seeds on the same tasks (repeat): the runs' "
-                    "drift beyond their episodes' noise is carried in the test.")]
+RerunAOption = Annotated[list[Path] | None, typer.Option(
+    "--rerun-a", help="Another run of A on the same tasks under new seeds (repeat, with as "
+                      "many --rerun-b, run r of B under the seeds of run r of A): the arms are "
+                      "compared over every run pooled, and the runs' spread is carried in the "
+                      "test.")]
+RerunBOption = Annotated[list[Path] | None, typer.Option(
+    "--rerun-b", help="Another run of B, paired with the --rerun-a of the same place.")]
 
 
 def _effect(value: float | None) -> float | None:

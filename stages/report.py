@@ -72,11 +72,13 @@ def read_decontamination(root: Path) -> Decontamination:
 
 
 def read_reruns(root: Path) -> Reruns | None:
-    """The runs of the arm the test stage reran for the run-level drift, or None."""
+    """Each run's pass@1 of both arms, which the test stage ran `reruns.runs` times for the
+    run-level drift (the rollout files hold the runs pooled), or None."""
     record = json.loads((root / RERUNS).read_text(encoding="utf-8"))
     if not record["pass_at_1"]:
         return None
-    return Reruns(tuple(record["pass_at_1"]), record["episode_variance"])
+    scores = record["pass_at_1"]
+    return Reruns(tuple(scores["base"]), tuple(scores["candidate"]))
 
 
 def run(root: Path | None = None) -> dict[str, Any]:

@@ -16,10 +16,10 @@ import json
 import os
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 from heldout.canonical import content_digest
 from heldout.custody.anchor import stage_ledger
@@ -34,7 +34,7 @@ from heldout.episodes.harness import Harness
 from heldout.episodes.rollout import RolloutsConfig, roll_out
 from heldout.episodes.rows import TIMING_COLUMNS, outcome_table, rollout_table
 from heldout.files import json_bytes, staged_outputs
-from heldout.statistics.counts import reruns_record
+from heldout.statistics.counts import pool_runs
 from stages.access_record import (
     ARMS,
     TIMINGS,
@@ -95,13 +95,20 @@ class TestConfig(BaseModel):
 
 class RerunsConfig(BaseModel):
     """`params.reruns`: the run-level drift the verdict carries, measured inside the test
-    access by running one arm `runs` times in all (its own episodes first, then under new
-    seeds)."""
+    access by running both arms `runs` times in all (their own episodes first, then under new
+    seeds, run r of the two under the same seeds); the verdict compares the runs pooled."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    arm: Literal["base", "candidate"] = "base"
     runs: int = 0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_arm(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "arm" in data:
+            raise ValueError("reruns.arm is gone: both arms are rerun, run by run under the "
+                             "same seeds (docs/statistics.md, run-level drift); remove it")
+        return data
 
     @field_validator("runs")
     @classmethod
@@ -226,12 +233,16 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
                 timings.append(progress.elapsed())
                 return rollout_table(names[arm], rows)
 
-            tables = {arm: episodes(arm) for arm in ARMS}
-            # The drift's reruns belong to this access: the same frozen set, new seeds.
-            reruns = {f"rerun{r}": episodes(reruns_config.arm, r)
-                      for r in range(1, reruns_config.runs)}
+            # The drift's reruns belong to this access: the same frozen set, new seeds, run r
+            # of both arms under the same ones.
+            runs = {arm: [] for arm in ARMS}
+            for rerun in range(max(1, reruns_config.runs)):
+                for arm in ARMS:
+                    runs[arm].append(episodes(arm, rerun))
+            every_run = {f"{arm}:rerun{number}" if number else arm: table
+                         for arm in ARMS for number, table in enumerate(runs[arm])}
             episodes_s = sum(timings)
-            digest = result_digest(tables | reruns)
+            digest = result_digest(every_run)
             entries = read_ledger(root / LEDGER)
             opened = accesses(entries, key.test_version, key.content_version)
             access = {
@@ -247,13 +258,13 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
                 "groups": {t.id: t.group for t in tasks},
                 "inputs": inputs,
             }
-            measured = reruns_record([tables[reruns_config.arm], *reruns.values()]) \
-                if reruns else None
+            pooled_base, pooled_candidate, measured = pool_runs(runs["base"], runs["candidate"])
+            tables = {"base": pooled_base, "candidate": pooled_candidate}
             rerun_record = {
-                "arm": reruns_config.arm, "checkpoint": names[reruns_config.arm],
-                "runs": len(measured.scores) if measured else 0,
-                "pass_at_1": list(measured.scores) if measured else [],
-                "episode_variance": measured.episode_variance if measured else None,
+                "runs": len(runs["base"]) if measured else 0,
+                "checkpoints": names,
+                "pass_at_1": {"base": list(measured.base), "candidate": list(measured.candidate)}
+                if measured else None,
             }
             results = {RERUNS: json_bytes(rerun_record),
                        SEALED_TEST_EPISODES: seal(episodes_parquet(tables), test_key.public),
@@ -263,7 +274,7 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
             with staged_outputs() as outputs:
                 for path, data in results.items():
                     outputs.write_bytes(root / path, data)
-                outputs.write_bytes(root / TIMINGS, parquet_bytes(timings_table(tables | reruns)))
+                outputs.write_bytes(root / TIMINGS, parquet_bytes(timings_table(every_run)))
                 outputs.write_json(root / ACCESS, access)
             lock.close(digest)
         # Staged for the next commit, which anchors the new lines (heldout.custody.anchor).
@@ -273,8 +284,9 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
                                | {"accesses_of_this_test_version": len(opened),
                                   "episodes_s": episodes_s})
         if rerun_record["pass_at_1"]:
-            mlflow_run.log_metrics({f"rerun_{number}_pass_at_1": score for number, score in
-                                    enumerate(rerun_record["pass_at_1"])})
+            mlflow_run.log_metrics({f"{arm}_run_{number}_pass_at_1": score
+                                    for arm, scores in rerun_record["pass_at_1"].items()
+                                    for number, score in enumerate(scores)})
         for path in (*map(test_rollout_file, ARMS), ACCESS, RERUNS, TIMINGS):
             mlflow_run.log_artifact(root / path, "test")
     return access

@@ -16,7 +16,7 @@ import numpy as np
 from scipy import special
 
 from heldout.statistics.decision import BETTER, WORSE, decide
-from heldout.statistics.power import Reruns, episode_variance
+from heldout.statistics.power import Reruns
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class Cell:
     replications: int
     shift: float = 0.0  # > 0: no narrowing, every task gains this much (clipped): power
     drift: float = 0.0  # sd of a whole run's shift of every task's logit (the same model)
-    reruns: int = 0  # runs of the base in all, its first included, for the drift; 0: none
+    reruns: int = 0  # runs of each arm in all, the first included, paired; 0: one, no drift
     seed: int = 24
     group_size: int = 1  # > 1: groups of this many tasks share one pass rate and one effect
     withhold_groups: bool = False  # decide as if the tasks were independent
@@ -84,21 +84,22 @@ class Cell:
             p, q = population.draw(rng, shape)
         return np.repeat(p, self.group_size, axis=1), np.repeat(q, self.group_size, axis=1)
 
-    def draws(self) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
-        """Per replication, task and episode, whether the base and the candidate passed, and
-        the base's reruns (each under its own run shift and its own uniforms)."""
+    def draws(self) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Per run, replication, task and episode, whether the base and the candidate passed:
+        each arm's first run, then its reruns, each run under its own shift and run r of the
+        two under the same uniforms where the draws are common."""
         rng = np.random.default_rng([self.seed, self.n_tasks, self.episodes, self.crn,
                                      round(1000 * self.population.a),
                                      round(1000 * self.population.b), self.group_size,
                                      round(1000 * self.swing), round(1000 * self.flips)])
         p, q = self._rates(rng)
-        uniforms = rng.random((*p.shape, self.episodes))
-        base = uniforms < self._run(rng, p)[..., None]
-        candidate = (uniforms if self.crn else rng.random(uniforms.shape)) \
-            < self._run(rng, q)[..., None]
-        reruns = [rng.random(uniforms.shape) < self._run(rng, p)[..., None]
-                  for _ in range(max(0, self.reruns - 1))]
-        return base, candidate, reruns
+        base, candidate = [], []
+        for _ in range(max(1, self.reruns)):
+            uniforms = rng.random((*p.shape, self.episodes))
+            base.append(uniforms < self._run(rng, p)[..., None])
+            candidate.append((uniforms if self.crn else rng.random(uniforms.shape))
+                             < self._run(rng, q)[..., None])
+        return base, candidate
 
     @property
     def truth(self) -> float | None:
@@ -120,7 +121,8 @@ class Cell:
         worse, whose verdict is better and worse, and whose interval covers the population
         difference, all with the reruns (the pipeline's verdict) where the cell has them;
         and then also as `heldout compare` without --rerun decides ("compare ...")."""
-        base, candidate, reruns = self.draws()
+        base, candidate = self.draws()
+        reruns = len(base) > 1
         episodes = self.episodes_per_task()
         counted = np.arange(self.episodes)[None, :] < episodes[:, None]
         groups = None if self.group_size == 1 or self.withhold_groups else \
@@ -137,19 +139,19 @@ class Cell:
             tallies[prefix + "covers"] += self.truth is not None and \
                 decision.difference.low <= self.truth <= decision.difference.high
 
-        for i in range(self.replications):
-            runs = [base[i], *(rerun[i] for rerun in reruns)]
-            rates = [(run & counted).sum(axis=-1) / episodes for run in (base[i], candidate[i])]
+        def passes(runs: list[np.ndarray], i: int) -> np.ndarray:
+            return np.stack([(run[i] & counted).sum(axis=-1) for run in runs])  # (R, N)
 
-            arguments = dict(n_episodes=episodes, base_passed=base[i, :, 0],
-                             candidate_passed=candidate[i, :, 0], groups=groups, seed=i)
-            if reruns:
-                measured = Reruns(tuple(float(((run & counted).sum(axis=-1) / episodes).mean())
-                                        for run in runs), episode_variance(
-                    sum((run & counted).sum(axis=-1) for run in runs), len(runs) * episodes,
-                    len(runs)))
-                tally(decide(*rates, reruns=measured, **arguments), "")
-                tally(decide(*rates, **arguments), "compare ")
+        for i in range(self.replications):
+            arguments = dict(base_passed=base[0][i, :, 0], candidate_passed=candidate[0][i, :, 0],
+                             groups=groups, seed=i)
+            per_run = [passes(base, i) / episodes, passes(candidate, i) / episodes]
+            first = [rates[0] for rates in per_run]
+            if reruns:  # the pipeline's verdict: every run pooled, their spread carried
+                measured = Reruns(*(tuple(rates.mean(axis=1).tolist()) for rates in per_run))
+                tally(decide(*(rates.mean(axis=0) for rates in per_run),
+                             n_episodes=len(base) * episodes, reruns=measured, **arguments), "")
+                tally(decide(*first, n_episodes=episodes, **arguments), "compare ")
             else:
-                tally(decide(*rates, **arguments), "")
+                tally(decide(*first, n_episodes=episodes, **arguments), "")
         return {key: count / self.replications for key, count in tallies.items()}

@@ -71,28 +71,34 @@ def test_a_missing_or_unreadable_file_exits_2_naming_it(tmp_path: Path):
         assert "Traceback" not in done.stderr
 
 
-def test_reruns_of_the_base_give_the_run_drift_and_must_be_the_same_tasks(tmp_path: Path):
+def test_paired_reruns_of_both_arms_give_the_run_drift_and_must_pair(tmp_path: Path):
     base, candidate = rollout_files(tmp_path)
     reruns = []
-    for number, passes in enumerate((range(18), range(22)), start=1):
-        reruns.append(tmp_path / f"A{number}.parquet")
-        rollouts("base", passing(80, passes)).to_parquet(reruns[-1])
+    for number, (a, b) in enumerate(((range(18), range(40)), (range(22), range(40))), start=1):
+        reruns += [tmp_path / f"A{number}.parquet", tmp_path / f"B{number}.parquet"]
+        rollouts("base", passing(80, a)).to_parquet(reruns[-2])
+        rollouts("step_9", passing(80, b)).to_parquet(reruns[-1])
     done = heldout("compare", base, candidate, "--out", tmp_path / "out",
-                   *[arg for path in reruns for arg in ("--rerun", path)])
+                   *[arg for number in (0, 2) for arg in ("--rerun-a", reruns[number],
+                                                          "--rerun-b", reruns[number + 1])])
     assert done.returncode == 0, done.stderr
-    drift = json.loads((tmp_path / "out/report.json").read_text())["headline"]["run_drift"]
-    # pass@1 of the three runs: 20/80, 18/80, 22/80; sd = 2/80. Pooled, t018-t021 pass 2 or
-    # 1 of 3 (a run's variance 1/3 each), the rest 3 or 0: the episodes explain
-    # (4/3)/80² = 0.00020833, and τ = √(0.025² − 0.00020833) = 0.020412.
-    assert drift["n_runs"] == 3 and drift["run_sd"] == pytest.approx(2 / 80)
-    assert drift["episode_sd"] == pytest.approx(((4 / 3) / 80**2) ** 0.5)
-    assert drift["tau"] == pytest.approx((0.025**2 - (4 / 3) / 80**2) ** 0.5)
+    report = json.loads((tmp_path / "out/report.json").read_text())
+    drift = report["headline"]["run_drift"]
+    # pass@1 of the three runs: base 20/80, 18/80, 22/80, candidate 40/80 in each; the
+    # differences 20/80, 22/80, 18/80 have sd 2/80.
+    assert drift == {"n_runs": 3, "run_sd": pytest.approx(2 / 80)}
+    assert "(3 runs pooled)" in done.stdout and "on 2 df" in done.stdout
 
     rollouts("base", passing(79, range(20))).to_parquet(reruns[0])
     refused = heldout("compare", base, candidate, "--out", tmp_path / "other",
-                      "--rerun", reruns[0])
+                      "--rerun-a", reruns[0], "--rerun-b", reruns[1])
     assert refused.returncode == 2
-    assert "rerun 1 holds other tasks than the base's rollouts (1 differ)" in refused.stderr
+    assert "rerun 1 of the base holds other tasks than its first run (1 differ)" in \
+        refused.stderr
+    unpaired = heldout("compare", base, candidate, "--out", tmp_path / "other",
+                       "--rerun-a", reruns[2])
+    assert unpaired.returncode == 2
+    assert "got 1 rerun(s) of the base and 0 of the candidate" in unpaired.stderr
 
 
 def groups_of_four(folder: Path) -> Path:

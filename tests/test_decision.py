@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from heldout.statistics import Interval, Reruns
+from heldout.statistics import Interval, Reruns, run_drift
 from heldout.statistics.betting import betting_interval
 from heldout.statistics.decision import (
     BETTER,
@@ -29,11 +29,12 @@ from heldout.statistics.decision import (
 )
 from heldout.statistics.studentized import RESAMPLES
 
-# Runs 0.40, 0.45, 0.50 with an episode variance of 0.0012: run sd 0.05, and a drift of
-# τ = √(0.05² − 0.0012) = √0.0013 = 0.03606 the episodes do not explain.
-WIDE_RERUNS = Reruns((0.40, 0.45, 0.50), 0.0012)
-# Runs 0.50, 0.51, 0.52 whose spread (sd 0.01) the episodes explain (√0.0004 = 0.02): τ = 0.
-NARROW_RERUNS = Reruns((0.50, 0.51, 0.52), 0.0004)
+# Three paired runs: the base at 0.40, 0.45, 0.50 and the candidate at 0.55, 0.45, 0.50, so
+# the differences run by run are 0.15, 0, 0: sd √0.0075 = 0.0866, and their mean over the three
+# runs carries 0.0075/3 = 0.0025 (sd 0.05) on 2 degrees of freedom.
+WIDE_RERUNS = Reruns((0.40, 0.45, 0.50), (0.55, 0.45, 0.50))
+# The base spreads as widely, but the candidate moves with it: every run's difference is 0.05.
+SHARED_RERUNS = Reruns((0.40, 0.45, 0.50), (0.45, 0.50, 0.55))
 Z_SUM = stats.norm.ppf(0.975) + stats.norm.ppf(0.8)  # two-sided α = 0.05, power 0.8
 
 
@@ -108,57 +109,76 @@ def test_every_episode_counts_where_mcnemars_sample_sees_nothing():
     assert decision.difference.low > 0 and decision.verdict == BETTER
 
 
+def cochran_cox(task_variance: float, run_variance: float) -> float:
+    """The critical value the runs' variance on 2 degrees of freedom gives, by hand."""
+    z, t = stats.norm.ppf(0.975), stats.t.ppf(0.975, 2)
+    return (task_variance * z + run_variance * t) / (task_variance + run_variance)
+
+
 def test_run_level_drift_is_carried_in_the_test_and_the_interval_not_a_second_hurdle():
-    # +5 points on 200 tasks (se 0.0155 over tasks) under a drift of τ = 0.03606: each arm's
-    # run may be shifted by that much, so the difference carries √(0.0155² + 2τ²) = 0.0533
-    # and neither the test nor the interval can tell +5 from 0.
+    # +5 points on 200 tasks (se 0.0155 over tasks) whose paired runs moved by 0.15, 0 and 0:
+    # the mean difference carries √(0.0155² + 0.0025) = 0.0523, at the Cochran-Cox critical
+    # value of 2 degrees of freedom (4.10), and neither the test nor the interval can tell
+    # +5 from 0.
     alone = decide_on(passes(200, range(80)), passes(200, range(90)))
     drifting = decide_on(passes(200, range(80)), passes(200, range(90)), reruns=WIDE_RERUNS)
-    assert drifting.drift.tau == pytest.approx(math.sqrt(0.0013))
-    assert drifting.drift.run_sd == pytest.approx(0.05) and drifting.drift.n_runs == 3
+    assert drifting.drift.run_sd == pytest.approx(math.sqrt(0.0075))
+    assert drifting.drift.variance == pytest.approx(0.0025) and drifting.drift.df == 2
+    assert drifting.drift.n_runs == 3
     assert alone.verdict == BETTER
     assert names(drifting) == [TEST_DOES_NOT_REJECT, INTERVAL_INCLUDES_ZERO]
-    assert "run-level drift sd 5.1 points" in drifting.test.method
-    half = 1.96 * math.sqrt(0.21849**2 / 200 + 2 * 0.0013)
+    assert "carrying the runs' variance (sd 5.0 points on 2 df)" in drifting.test.method
+    task_variance = 0.21849**2 / 200
+    half = cochran_cox(task_variance, 0.0025) * math.sqrt(task_variance + 0.0025)
     assert drifting.difference.high - drifting.difference.low == pytest.approx(2 * half, rel=0.1)
     # +30 points clears it.
     assert decide_on(passes(200, range(80)), passes(200, range(140)),
                      reruns=WIDE_RERUNS).verdict == BETTER
 
 
-def test_reruns_whose_spread_the_episodes_explain_change_nothing():
-    # The paired test already holds the episode noise: counting it again (as the noise floor
-    # did, t(2)·sd·√2 = 6.1 points here) would hide this +5.
+def test_runs_that_move_together_change_nothing():
+    # Run to run both arms moved by 10 points, together: the difference did not move, and
+    # reruns of one arm alone would have called that a drift and hidden this +5.
     alone = decide_on(passes(200, range(80)), passes(200, range(90)))
-    explained = decide_on(passes(200, range(80)), passes(200, range(90)), reruns=NARROW_RERUNS)
-    assert explained.drift.tau == 0 and explained.verdict == BETTER
-    assert (explained.test, explained.difference) == (alone.test, alone.difference)
+    shared = decide_on(passes(200, range(80)), passes(200, range(90)), reruns=SHARED_RERUNS)
+    assert shared.drift.run_sd == pytest.approx(0, abs=1e-15) and shared.verdict == BETTER
+    assert (shared.test, shared.difference) == (alone.test, alone.difference)
 
 
 def test_the_minimum_detectable_effect_is_the_verdicts_own():
     # 120 tasks only the candidate passes, 40 only the base, among 200: the bootstrap-t
-    # decides, and with the drift the MDE is (z.975 + z.8)·√(sd²/N + 2τ²).
+    # decides, and with the runs' variance the MDE is (c + z.8)·√(sd²/N + 0.0025), c the
+    # critical value the runs widen.
     base, candidate = passes(200, range(80)), passes(200, range(40, 200))
     sd = float(np.std(candidate.astype(float) - base, ddof=1))
     decision = decide_on(base, candidate, reruns=WIDE_RERUNS)
+    critical = cochran_cox(sd**2 / 200, 0.0025)
     assert decision.support.mde == pytest.approx(
-        Z_SUM * math.sqrt(sd**2 / 200 + 2 * 0.0013), rel=1e-4)
+        (critical + stats.norm.ppf(0.8)) * math.sqrt(sd**2 / 200 + 0.0025), rel=1e-4)
     # 10 differences of 1 among 200 (sd 0.21849): fewer than 75 units differ, so the betting
-    # interval would decide, and its wider critical value is the MDE's (here the drift has
-    # widened the bootstrap-t's interval beyond the betting one's).
+    # interval would decide; the runs' critical value is wider still, and it is the MDE's.
     few = decide_on(passes(200, range(80)), passes(200, range(90)), reruns=WIDE_RERUNS)
-    assert few.support.mde == pytest.approx((math.sqrt(2 * math.log(40)) + stats.norm.ppf(0.8))
-                                            * math.sqrt(0.21849**2 / 200 + 2 * 0.0013), rel=1e-4)
+    critical = cochran_cox(0.21849**2 / 200, 0.0025)
+    assert critical > math.sqrt(2 * math.log(40))
+    assert few.support.mde == pytest.approx((critical + stats.norm.ppf(0.8))
+                                            * math.sqrt(0.21849**2 / 200 + 0.0025), rel=1e-4)
     # Below 100 units the betting interval decides: √(2 log 40) = 2.716 in place of 1.960.
     small = decide_on(passes(60, range(20)), passes(60, range(30)))
     sd = float(np.std(np.r_[np.ones(10), np.zeros(50)], ddof=1))
     assert small.support.mde == pytest.approx(
         (math.sqrt(2 * math.log(40)) + stats.norm.ppf(0.8)) * sd / math.sqrt(60), rel=1e-9)
-    assert units_for(0.05, 0.21849, 0.0) == math.ceil((Z_SUM * 0.21849 / 0.05) ** 2)
+    assert units_for(0.05, 0.21849, None) == math.ceil((Z_SUM * 0.21849 / 0.05) ** 2)
     # When 5% of the units differ the betting interval decides up to 1,500 units.
-    assert units_for(0.05, 0.21849, 0.0, differing_share=0.05) == math.ceil(
+    assert units_for(0.05, 0.21849, None, differing_share=0.05) == math.ceil(
         ((math.sqrt(2 * math.log(40)) + stats.norm.ppf(0.8)) * 0.21849 / 0.05) ** 2)
-    assert units_for(0.05, 0.21849, 0.03) is None  # 2τ²·Z² > 0.05²: drift alone is too much
+    # The runs' variance alone (sd 5 points, at a critical value of 4.3) is more than 0.05:
+    # no number of tasks is enough; more runs would be.
+    assert units_for(0.05, 0.21849, run_drift(WIDE_RERUNS)) is None
+    # Runs that move less leave room: the units found give back the effect as their MDE.
+    calm = run_drift(Reruns((0.40, 0.45, 0.50), (0.41, 0.46, 0.52)))
+    needed = units_for(0.05, 0.21849, calm)
+    c = cochran_cox(0.21849**2 / needed, calm.variance)
+    assert (c + stats.norm.ppf(0.8)) * math.sqrt(0.21849**2 / needed + calm.variance) <= 0.05
 
 
 @pytest.mark.parametrize(("low", "high", "verdict"), [

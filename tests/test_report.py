@@ -24,10 +24,9 @@ from heldout.report import (
 )
 from heldout.report.document import Section, Table, report_document
 from heldout.report.figures import checkpoints_pass_at_k_figure, pass_k_figure
-from heldout.report.inputs import reruns_of
 from heldout.report.render import render_markdown
 from heldout.report.sections import Crossing, Dropped, PerArm
-from heldout.statistics.counts import IncomparableRolloutsError
+from heldout.statistics.counts import IncomparableRolloutsError, pool_runs
 from heldout.statistics.power import Reruns
 from tests.browser import render
 
@@ -132,26 +131,31 @@ def test_errored_episodes_are_failures_counted_separately():
         headline_markdown(report)
 
 
-def test_reruns_carry_their_drift_beyond_the_episodes_into_the_verdict():
-    base, candidate = rollouts("base", passing(200, range(80))), rollouts(
-        "fixed", passing(200, range(90)))
-    # Three runs of the base at pass@1 0.40, 0.45, 0.50 (sd 0.05). Pooled, t080-t089 pass 2
-    # of 3 and t090-t099 1 of 3, each p̂(1 − p̂)·3/2 = 1/3 a run's variance, the rest 0: the
-    # episodes explain Σ/N² = (20/3)/200² = 1/6000 of the runs' 0.0025, and the drift is
-    # τ = √(0.0025 − 1/6000) = 0.04830.
-    reruns = reruns_of(base, [rollouts("base", passing(200, range(90))),
-                              rollouts("base", passing(200, range(100)))])
-    assert reruns.scores == pytest.approx((0.40, 0.45, 0.50))
-    assert reruns.episode_variance == pytest.approx(1 / 6000)
+def test_paired_runs_are_pooled_and_their_spread_carried_into_the_verdict():
+    # Three runs of each arm: the base at pass@1 0.40, 0.45, 0.50, the candidate at 0.50 in
+    # every run, so the differences run by run are 0.10, 0.05, 0 (sd 0.05): their mean carries
+    # 0.0025/3 on 2 degrees of freedom. Run 0 alone says "better" (+10 points, 20 tasks fixed).
+    base_runs = [rollouts("base", passing(200, range(stop))) for stop in (80, 90, 100)]
+    candidate_runs = [rollouts("fixed", passing(200, range(100))) for _ in range(3)]
+    base, candidate, reruns = pool_runs(base_runs, candidate_runs)
+    assert reruns.base == pytest.approx((0.40, 0.45, 0.50))
+    assert reruns.candidate == pytest.approx((0.50, 0.50, 0.50))
+    # Pooled: every task holds its 3 episodes, numbered after each other's runs.
+    assert sorted(base.loc[base["task_id"] == "t085", "sample"]) == [0, 1, 2]
+    assert base.loc[base["task_id"] == "t085", "passed"].sum() == 2
     report = build_report(base, candidate, reruns=reruns)
     headline = report.headline
-    assert headline.decision.drift.tau == pytest.approx(math.sqrt(0.0025 - 1 / 6000))
-    assert report.metrics["run_drift"] == pytest.approx(headline.decision.drift.tau)
-    assert build_report(base, candidate).verdict == BETTER
+    assert headline.decision.drift.run_sd == pytest.approx(0.05)
+    assert headline.decision.drift.variance == pytest.approx(0.0025 / 3)
+    assert report.metrics["run_drift_sd"] == pytest.approx(0.05)
+    assert headline.pass_at_1.base.estimate == pytest.approx(0.45)
+    assert build_report(base_runs[0], candidate_runs[0]).verdict == BETTER
     assert report.verdict == NO_DIFFERENCE and "> 0.05; the interval includes 0" in headline.reason
-    assert "carrying the run-level drift measured by 3 runs" in headline.rule
-    with pytest.raises(ReportInputError, match="rerun 1 holds other tasks"):
-        reruns_of(base, [rollouts("base", passing(100, range(50)))])
+    assert "carrying the spread of 3 paired runs of each arm" in headline.rule
+    with pytest.raises(IncomparableRolloutsError, match="rerun 1 of the base holds other tasks"):
+        pool_runs([base_runs[0], rollouts("base", passing(100, range(50)))], candidate_runs[:2])
+    with pytest.raises(IncomparableRolloutsError, match="2 rerun.s. of the base and 1 of"):
+        pool_runs(base_runs, candidate_runs[:2])
 
 
 def test_pass_at_k_curves_that_cross_say_where():
@@ -267,7 +271,7 @@ def every_section_filled() -> Report:
                     statuses={("t000", 0): "error"})
     candidate = rollouts("fixed", passing(30, range(18), 3), statuses={("t001", 1): "truncated"})
     return build_report(base, candidate, groups={f"t{i:03d}": f"g{i % 4}" for i in range(30)},
-                        reruns=Reruns((0.40, 0.45, 0.50), 0.001), protocol=PROTOCOL)
+                        reruns=Reruns((0.40, 0.45, 0.50), (0.45, 0.45, 0.58)), protocol=PROTOCOL)
 
 
 def test_report_json_reads_back_into_the_same_typed_report(tmp_path: Path):

@@ -39,7 +39,7 @@ from tests.test_report import (
 )
 
 # Three runs of pass@1 0.40, 0.45, 0.50 whose episodes explain a variance of 0.0012.
-DRIFTING = Reruns((0.40, 0.45, 0.50), 0.0012)
+DRIFTING = Reruns((0.40, 0.45, 0.50), (0.55, 0.45, 0.50))
 
 
 @pytest.mark.parametrize("episodes", [1, 3])
@@ -170,21 +170,23 @@ def test_every_task_passing_in_both_arms_reports_the_exact_bound_and_says_so():
 
 
 def test_the_headline_shows_beside_the_verdict_what_it_rests_on():
-    # fixed_ten_of_200 with three runs and the protocol card (its test set opened once). The
-    # runs' sd 0.05 of which the episodes explain √0.0012 = 0.0346: drift τ = √0.0013 = 0.0361.
-    # Only 10 tasks differ, so the betting interval decides and the verdict's MDE is
-    # (√(2 log 40) + z.8)·√(sd²/N + 2τ²) = 3.5578 · √(0.21849²/200 + 0.0026) = 0.1896;
+    # fixed_ten_of_200 with three paired runs and the protocol card (its test set opened
+    # once). The runs' differences 0.15, 0, 0 (sd 0.0866) carry 0.0025 on 2 degrees of freedom;
+    # only 10 tasks differ, so the betting interval would decide (√(2 log 40) = 2.716), but the
+    # runs' critical value is wider: Cochran-Cox (0.000239·1.960 + 0.0025·4.303)/0.002739 =
+    # 4.099, and the verdict's MDE is (4.099 + z.8)·√(0.21849²/200 + 0.0025) = 0.2585;
     # ties: t000-t079 pass in both, t090-t199 fail in both.
     base, candidate = passing(200, range(80)), passing(200, range(90))
     report = build_report(rollouts("base", base), rollouts("fixed", candidate),
                           reruns=DRIFTING, protocol=PROTOCOL)
-    support = ("Rests on 200 tasks in 200 groups, 1 episode(s) each; ties: 80 pass in both, "
-               "110 fail in both; minimum detectable effect of the verdict 19.0 points; "
-               "run-level drift 3.6 points (3 runs, spread 5.0 of which episodes explain 3.5); "
+    support = ("Rests on 200 tasks in 200 groups, 1 episode(s) each (3 runs pooled); ties: 80 "
+               "pass in both, 110 fail in both; minimum detectable effect of the verdict 25.9 "
+               "points; run-level drift measured by 3 paired runs of each arm (their "
+               "difference's sd 8.7 points: 5.0 carried, on 2 df); "
                "test accesses so far: 1; gates fired: the paired test does not reject, "
                "interval includes 0.")
     assert report.headline.notes[0] == support
-    assert report.headline.decision.support.mde == pytest.approx(0.18956, abs=1e-5)
+    assert report.headline.decision.support.mde == pytest.approx(0.2585, abs=1e-4)
     text = headline_markdown(report)
     verdict = text.index("**Verdict: no difference detected: ")
     assert text.index(f"> {support}") > verdict

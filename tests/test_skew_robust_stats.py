@@ -7,11 +7,13 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats as sps
 
 from heldout.statistics.betting import betting_interval
 from heldout.statistics.studentized import (
     RESAMPLES,
     _standard_errors,
+    drift_factor,
     hall_inverse,
     hall_pivot,
     skewness,
@@ -78,6 +80,23 @@ def test_the_skewness_is_that_of_the_mean_and_drift_dilutes_it():
     variance = _standard_errors(values, ones, np.ones((1, 6)), 0.0)[0] ** 2
     assert skewness(values, ones, np.ones((1, 6)), 0.0, variance)[0] == pytest.approx(
         kappa * 0.5**1.5)
+
+
+def test_the_runs_variance_on_few_degrees_of_freedom_widens_the_critical_value():
+    # Cochran-Cox: the two parts' critical values weighted by their shares, over z. With the
+    # tasks' variance 1 and the runs' 3 on 2 df: (1·1.960 + 3·4.303)/(4·1.960) = 1.897.
+    z, t = sps.norm.ppf(0.975), sps.t.ppf(0.975, 2)
+    assert drift_factor(1.0, 3.0, 2, 0.05) == pytest.approx((z + 3 * t) / (4 * z), rel=1e-12)
+    assert drift_factor(1.0, 0.0, 2, 0.05) == drift_factor(1.0, 3.0, math.inf, 0.05) == 1.0
+    d = differences(3, 164, 0.05)
+    known = studentized_test(d, drift_variance=4e-4, seed=1)
+    widths = [known.interval.high - known.interval.low]
+    for df in (8, 3, 2):
+        estimated = studentized_test(d, drift_variance=4e-4, drift_df=df, seed=1)
+        widths.append(estimated.interval.high - estimated.interval.low)
+        assert f"on {df} df" in estimated.method
+        assert estimated.p_value >= known.p_value
+    assert widths == sorted(widths) and widths[-1] > 1.3 * widths[0]
 
 
 def test_a_near_degenerate_sample_is_decided_by_its_spread_not_by_infinite_resamples():

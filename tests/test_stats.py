@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 import warnings
 from fractions import Fraction
 
@@ -34,7 +35,7 @@ from heldout.statistics import (
     wilson_interval,
 )
 from heldout.statistics.bca import arm_interval
-from heldout.statistics.power import episode_variance, required_units, verdict_mde
+from heldout.statistics.power import required_units, verdict_mde
 
 
 def exact_pass_at_k(n: int, c: int, k: int) -> Fraction:
@@ -502,42 +503,35 @@ def test_power_rejects_bad_input(call, message):
         call()
 
 
-def test_run_drift_is_the_runs_spread_net_of_their_episodes():
-    result = run_drift(Reruns((0.50, 0.53, 0.56), 0.0005))
+def test_run_drift_is_the_spread_of_the_paired_differences_run_by_run():
+    # Differences 0.02, 0.05, 0.08: sd 0.03; the mean over 3 runs carries 0.0009/3.
+    result = run_drift(Reruns((0.50, 0.50, 0.50), (0.52, 0.55, 0.58)))
     assert result.run_sd == pytest.approx(0.03) and result.n_runs == 3
-    assert result.episode_sd == pytest.approx(math.sqrt(0.0005))
-    assert result.tau == pytest.approx(math.sqrt(0.0009 - 0.0005))
-    # A spread the episodes explain is no drift at all.
-    assert run_drift(Reruns((0.50, 0.51, 0.52), 0.0004)).tau == 0
+    assert result.variance == pytest.approx(0.0003) and result.df == 2
+    # Both arms moving together is no spread of the difference at all.
+    assert run_drift(Reruns((0.40, 0.50, 0.60), (0.45, 0.55, 0.65))).run_sd == 0
+    assert statistics.stdev([0.02, 0.05, 0.08]) == pytest.approx(result.run_sd, rel=1e-12)
 
 
-def test_episode_variance_of_pooled_runs():
-    # Two tasks over 3 runs of 2 episodes: 3 of 6 and 6 of 6 passed. Task 1: p̂ = 1/2, one
-    # run's rate has variance 0.25·6/5/2 = 0.15; task 2: 0. pass@1's: 0.15/2² = 0.0375.
-    assert episode_variance([3, 6], [6, 6], runs=3) == pytest.approx(0.0375)
-    with pytest.raises(ValueError, match=">= 2 runs"):
-        episode_variance([1], [1], runs=1)
-
-
-def test_run_drift_warns_with_two_runs_and_needs_two():
+def test_run_drift_warns_with_two_runs_and_needs_pairs():
     with pytest.warns(UserWarning, match="one degree of freedom"):
-        run_drift(Reruns((0.5, 0.54), 0.0))
+        run_drift(Reruns((0.5, 0.54), (0.5, 0.5)))
     with pytest.raises(ValueError, match="at least 2 runs"):
-        run_drift(Reruns((0.5,), 0.0))
-    with pytest.raises(ValueError, match="episode variance"):
-        run_drift(Reruns((0.5, 0.54, 0.52), -1.0))
+        run_drift(Reruns((0.5,), (0.6,)))
+    with pytest.raises(ValueError, match="pair run by run"):
+        run_drift(Reruns((0.5, 0.54, 0.52), (0.5, 0.5)))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        run_drift(Reruns((0.5, 0.54, 0.52), 0.0))
+        run_drift(Reruns((0.5, 0.54, 0.52), (0.5, 0.5, 0.5)))
 
 
 def test_verdict_mde_and_required_units_are_inverse():
     z = sps.norm.ppf(0.975)
     assert verdict_mde(0.3, 100, 0.0, z) == pytest.approx(mde(0.3, 100))
-    for effect, tau in [(0.05, 0.0), (0.05, 0.01), (0.1, 0.02)]:
-        units = required_units(effect, 0.3, tau, z)
-        assert verdict_mde(0.3, units, tau, z) <= effect < verdict_mde(0.3, units - 1, tau, z)
-    assert required_units(0.05, 0.3, 0.02, z) is None  # 2.8²·2·0.02² = 0.0063 > 0.05²
+    for effect, runs in [(0.05, 0.0), (0.05, 0.0002), (0.1, 0.0008)]:
+        units = required_units(effect, 0.3, runs, z)
+        assert verdict_mde(0.3, units, runs, z) <= effect < verdict_mde(0.3, units - 1, runs, z)
+    assert required_units(0.05, 0.3, 0.0008, z) is None  # 2.8²·0.0008 = 0.0063 > 0.05²
 
 
 # --------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -146,10 +147,9 @@ def test_test_completions_never_sit_in_plain_text(project: Path):
         stored = [row for (row,) in db.execute("SELECT row FROM episodes")]
     in_plain = [c for c in completions if any(json.dumps(c)[1:-1] in row for row in stored)]
     assert in_plain == []
-    reruns = json.loads((project / catalog.RERUNS).read_text())["runs"] - 1
-    base_episodes = int((episodes["checkpoint"] == "base").sum())
-    assert sum(row.startswith("sealed:") for row in stored) == len(episodes) + (
-        reruns * base_episodes), "every test episode, the drift's reruns included"
+    assert json.loads((project / catalog.RERUNS).read_text())["runs"] == 3
+    assert sum(row.startswith("sealed:") for row in stored) == len(episodes), \
+        "every test episode, the drift's reruns of both arms included"
 
 
 def test_the_outcome_files_quote_nothing_of_the_hidden_tests_and_the_seal_keeps_it(
@@ -302,20 +302,39 @@ def test_heldout_key_shows_the_public_half_and_never_the_secret(monkeypatch):
 # --- the run-level drift, inside the access ------------------------------------------------
 
 
-def test_the_base_reruns_under_new_seeds_inside_the_one_access(project: Path):
+def test_both_arms_rerun_under_paired_seeds_inside_the_one_access(project: Path):
     access = test_stage.run(project)
     reruns = json.loads((project / catalog.RERUNS).read_text())
-    base = pd.read_parquet(project / catalog.test_rollout_file("base"))
-    assert (reruns["arm"], reruns["checkpoint"], reruns["runs"]) == ("base", "base", 3)
-    assert reruns["pass_at_1"][0] == pytest.approx(base.groupby("task_id")["passed"].mean().mean())
-    assert len(set(reruns["pass_at_1"])) > 1, "new seeds, new outcomes"
+    tables = {arm: pd.read_parquet(project / catalog.test_rollout_file(arm))
+              for arm in test_stage.ARMS}
+    assert (reruns["runs"], reruns["checkpoints"]["base"]) == (3, "base")
+    harness_n = yaml.safe_load((project / "params.yaml").read_text())["harness"]["n"]
+    for arm, table in tables.items():
+        # The rollout file holds the three runs pooled, each episode a row of its own.
+        assert len(table) == 3 * harness_n * table["task_id"].nunique()
+        first = table[table["sample"] < harness_n]
+        assert reruns["pass_at_1"][arm][0] == pytest.approx(
+            first.groupby("task_id")["passed"].mean().mean())
+        assert table["seed"].nunique() == len(table), "new seeds in every run"
+    # Run r of the two arms drew the same seeds, episode by episode.
+    keys = ["task_id", "sample"]
+    seeds = tables["base"][[*keys, "seed"]].merge(tables["candidate"][[*keys, "seed"]], on=keys)
+    assert len(seeds) == len(tables["base"]) and (seeds["seed_x"] == seeds["seed_y"]).all()
+    assert len(set(reruns["pass_at_1"]["base"])) > 1, "new seeds, new outcomes"
     assert outcomes(project) == ["opened", "closed"]
     assert access["accesses_of_this_test_version"] == 1
     decontaminate.run(project)  # the report reads what decontamination flagged
-    assert 0 <= reruns["episode_variance"] < 0.25
     drift = report_stage.run(project)["headline"]["run_drift"]
-    assert drift["n_runs"] == 3 and drift["episode_sd"] == pytest.approx(
-        reruns["episode_variance"] ** 0.5)
+    differences = np.subtract(reruns["pass_at_1"]["candidate"], reruns["pass_at_1"]["base"])
+    assert drift["n_runs"] == 3
+    assert drift["run_sd"] == pytest.approx(float(np.std(differences, ddof=1)), abs=1e-12)
+
+
+def test_reruns_arm_is_refused_with_what_changed(project: Path):
+    set_params(project, "reruns", arm="base")
+    with pytest.raises(ParamsError, match="reruns.arm is gone: both arms are rerun"):
+        test_stage.run(project)
+    assert outcomes(project) == []
 
 
 def test_two_runs_are_not_enough_to_measure_drift(project: Path):

@@ -4,13 +4,14 @@ lowers the 2,000 replications a cell for a quick look; the bars are for 2,000). 
 prints its table, then asserts every cell's bar at once.
 
 Cells come from tests/skewed_nulls.py and are decided by heldout.statistics.decision.decide,
-the entry point of the pipeline's report and of `heldout compare`: with the base's reruns (the
-pipeline's verdict, which carries their run-level drift) where the cell has them, and then
-without (`heldout compare` without --rerun). The bars: a null cell's one-sided false "better"
-at most 0.025 + 2.6·SE, its interval's coverage at least 0.93; the +5-point power cell on the
-uniform set at least 0.90 with the reruns on; the −5-point regression at n = 10 reported
-"worse" in at least 0.8 of runs. Cells whose groups are withheld, and the power cells but
-those two, are printed for what they show and held to no bar.
+the entry point of the pipeline's report and of `heldout compare`: over both arms' paired runs
+pooled (the pipeline's verdict, which carries their spread) where the cell has them, and then
+on the first runs alone (`heldout compare` without --rerun-a/--rerun-b). The bars: a null
+cell's one-sided false "better" at most 0.025 + 2.6·SE, its interval's coverage at least 0.93;
+the +5-point power cell on the uniform set at least 0.90 with the reruns on; the −5-point
+regression at n = 10 reported "worse" in at least 0.8 of runs. Cells whose groups are
+withheld, and the power cells but those two, are printed for what they show and held to no
+bar.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ pytestmark = pytest.mark.slow
 REPLICATIONS = int(os.environ.get("HELDOUT_GRID_REPLICATIONS", "2000"))
 FALSE_BETTER_BOUND = 0.025 + 2.6 * math.sqrt(0.025 * 0.975 / REPLICATIONS)
 MIN_COVERAGE = 0.93
+RUNS = 4  # paired runs of each arm, as params.reruns.runs
 WORKERS = min(2, os.cpu_count() or 1)
 ASYMMETRIC = {"U Beta(.3,.3), 10% lose 80%": Narrowing(0.3, 0.3, 0.10, 0.8),
               "skew Beta(.4,3), 10% lose 80%": Narrowing(0.4, 3.0, 0.10, 0.8),
@@ -81,9 +83,9 @@ def label(cell: Cell, name: str) -> str:
 
 @pytest.mark.parametrize("population", list(ASYMMETRIC))
 def test_asymmetric_nulls_hold_their_size(population: str):
-    # At 164 tasks the base's reruns (no drift) also decide, as the pipeline does.
+    # At 164 tasks the paired runs of both arms (no drift) also decide, as the pipeline does.
     cells = [Cell(ASYMMETRIC[population], n_tasks, n, crn, REPLICATIONS,
-                  reruns=3 if n_tasks == 164 else 0)
+                  reruns=RUNS if n_tasks == 164 else 0)
              for n_tasks in (30, 50, 164) for n in (1, 5, 10) for crn in (True, False)]
     results = run({label(cell, population): cell for cell in cells})
     assert null_shortfalls(results) == []
@@ -108,7 +110,7 @@ def test_grouped_nulls_hold_their_size_when_the_groups_are_given():
 
 
 def test_run_level_drift_is_held_by_the_reruns():
-    cells = [Cell(UNIFORM, 164, 10, crn, REPLICATIONS, drift=tau, reruns=3)
+    cells = [Cell(UNIFORM, 164, 10, crn, REPLICATIONS, drift=tau, reruns=RUNS)
              for tau in (0.1, 0.3) for crn in (True, False)]
     results = run({label(cell, f"identical, drift τ = {cell.drift}"): cell for cell in cells})
     # Without the reruns no test can see the drift: held to no bar, shown for contrast.
@@ -130,7 +132,7 @@ def test_power_and_harm():
     for effect in (0.05, 0.10):
         for uneven in (False, True):
             for crn in (True, False):
-                cell = Cell(UNIFORM, 164, 10, crn, REPLICATIONS, shift=effect, reruns=3,
+                cell = Cell(UNIFORM, 164, 10, crn, REPLICATIONS, shift=effect, reruns=RUNS,
                             uneven=uneven)
                 cells[label(cell, f"+{effect:.2f} {'uneven' if uneven else 'uniform'}")] = cell
     for share in (0.03, 0.06):
@@ -159,7 +161,7 @@ def test_power_and_harm():
 
 def test_the_generators_draw_what_they_say():
     grouped = Cell(UNIFORM, 160, 2, True, 3, group_size=4, swing=0.3)
-    base, candidate, _ = grouped.draws()
+    (base,), (candidate,) = grouped.draws()
     rates = candidate.mean(axis=-1) - base.mean(axis=-1)
     assert base.shape == (3, 160, 2) and np.all(grouped.episodes_per_task() == 2)
     # Under common random numbers a group's tasks share p and q, not their outcomes.
@@ -167,3 +169,8 @@ def test_the_generators_draw_what_they_say():
     ragged = Cell(UNIFORM, 100, 10, False, 1, ragged=0.1)
     assert (ragged.episodes_per_task() == 1).sum() == 10
     assert Cell(UNIFORM, 100, 10, False, 1, flips=0.06).truth == 0.06
+    # Paired runs: run r of both arms under the same uniforms (CRN) and each run its own shift.
+    runs = Cell(UNIFORM, 50, 4, True, 2, drift=0.3, reruns=3)
+    base, candidate = runs.draws()
+    assert len(base) == len(candidate) == 3 and base[0].shape == (2, 50, 4)
+    assert not np.array_equal(base[0], base[1])

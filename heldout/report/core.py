@@ -243,7 +243,7 @@ class Report:
         if self.power.mde is not None:
             metrics["mde"] = self.power.mde
         if decision.drift is not None:
-            metrics["run_drift"] = decision.drift.tau
+            metrics["run_drift_sd"] = decision.drift.run_sd
         if self.contamination is not None:
             metrics |= _contamination_metrics(self.contamination)
         # Six significant digits, not decimals: a p-value of 1e-9 must not print as 0.
@@ -314,13 +314,14 @@ def build_report(
     `allow_harness_mismatch`, and then the mismatch is in the headline. Errored episodes are
     failures, counted separately. McNemar's exact test uses the episode with index `sample`
     of every task. `groups` maps task id to group (a task it omits is its own group);
-    `reruns` are ≥ 2 runs of one unchanged version (heldout.report.inputs.reruns_of), whose
-    run-level drift the test and the interval carry; `protocol` (see ProtocolCard) is copied
-    into the report and rendered as the protocol card. `decontamination` lists the task ids a
-    training corpus holds a copy of (heldout.report.contamination): compared ones are marked,
-    and pass@1 and the difference are also given without them; None (the default) says nothing
-    about contamination. `target_effect`: the report also says how many tasks (or groups) it
-    needs. Names default to each table's `checkpoint`. `seed` seeds every bootstrap.
+    `reruns`: each run's pass@1 of both arms when the tables hold R ≥ 2 paired runs pooled
+    (heldout.statistics.counts.pool_runs), whose spread the test and the interval carry;
+    `protocol` (see ProtocolCard) is copied into the report and rendered as the protocol card.
+    `decontamination` lists the task ids a training corpus holds a copy of
+    (heldout.report.contamination): compared ones are marked, and pass@1 and the difference
+    are also given without them; None (the default) says nothing about contamination.
+    `target_effect`: the report also says how many tasks (or groups) it needs. Names default
+    to each table's `checkpoint`. `seed` seeds every bootstrap.
     """
     protocol_card = protocol_copy(protocol) if protocol is not None else None
     paired = pair_arms(base, candidate, names=(base_name, candidate_name), sample=sample,

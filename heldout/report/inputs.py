@@ -16,9 +16,7 @@ from heldout.report.sections import ROLES, Dropped, EpisodeSpan, Harness, PerArm
 from heldout.statistics.counts import (
     IncomparableRolloutsError,
     per_task_counts,
-    reruns_record,
 )
-from heldout.statistics.power import Reruns
 
 REQUIRED_COLUMNS = ("task_id", "sample", "harness", "passed", "status")
 
@@ -238,20 +236,3 @@ def pair_arms(
         for name, table_counts, table in zip(arm_names, counts, tables, strict=True)
     )
     return PairedArms(PerArm(*arms), tasks, harness)
-
-
-def reruns_of(first: pd.DataFrame, reruns: list[pd.DataFrame]) -> Reruns | None:
-    """A run and its reruns (heldout.statistics.power.Reruns): each one's pass@1, and the
-    variance one run's pass@1 has from its episodes, from every run's episodes pooled; None
-    without reruns. Reruns of other tasks than the run's would measure the task set, not the
-    seeds: refused."""
-    if not reruns:
-        return None
-    tasks = set(first["task_id"])
-    for number, table in enumerate(reruns, start=1):
-        if set(table["task_id"]) != tasks:
-            raise ReportInputError(
-                f"rerun {number} holds other tasks than the base's rollouts "
-                f"({len(set(table['task_id']) ^ tasks)} differ): a rerun is the same tasks "
-                "under new seeds")
-    return reruns_record([first, *reruns])

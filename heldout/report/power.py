@@ -31,10 +31,9 @@ def power_section(arms: PerArm[Arm], decision: Decision,
     sd = paired_sd(arms) or 0.0
     spread = sd > 0
     detectable = decision.support.mde
-    tau = decision.drift.tau if decision.drift is not None else 0.0
 
     def needed(target: float) -> int | None:
-        return units_for(target, decision.support.unit_sd, tau,
+        return units_for(target, decision.support.unit_sd, decision.drift,
                          decision.test.nonzero_units / max(1, decision.test.units))
 
     warnings = []

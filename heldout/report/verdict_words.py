@@ -3,6 +3,8 @@ it rests on. Only wording: heldout.statistics.decision decides."""
 
 from __future__ import annotations
 
+import math
+
 from heldout.report.formatting import interval_points, pvalue
 from heldout.report.protocol import ProtocolCard
 from heldout.statistics.decision import ALPHA, CONFIDENCE, NOT_DECIDABLE, Decision
@@ -13,7 +15,7 @@ def rule_words(decision: Decision) -> str:
     return (
         f'"better" or "worse" only when the paired test ({decision.test.method}) rejects at '
         f"{ALPHA:.2g} and the {CONFIDENCE:.0%} interval of the difference excludes 0"
-        + (f", both carrying the run-level drift measured by {drift.n_runs} runs" if drift
+        + (f", both carrying the spread of {drift.n_runs} paired runs of each arm" if drift
            else " (no reruns were given, so no run-level drift is carried)")
         + ', and no gate voids the comparison (fewer than 30 tasks or groups, fewer than 30 '
         "tasks either arm ever fails or a ceiling below twice the minimum detectable effect, "
@@ -48,13 +50,14 @@ def support_words(decision: Decision, protocol: ProtocolCard | None) -> str:
     accesses = ((protocol or {}).get("test_access") or {}).get("opened")
     return (
         f"Rests on {support.tasks} tasks in {support.groups} groups, {support.episodes} "
-        f"episode(s) each; ties: {support.both_pass} pass in both, {support.both_fail} fail in "
-        f"both; minimum detectable effect of the verdict "
+        f"episode(s) each{f' ({drift.n_runs} runs pooled)' if drift else ''}; ties: "
+        f"{support.both_pass} pass in both, {support.both_fail} fail in both; minimum "
+        "detectable effect of the verdict "
         + (f"{100 * support.mde:.1f} points" if support.mde is not None else "not estimable")
         + "; run-level drift "
-        + (f"{100 * drift.tau:.1f} points ({drift.n_runs} runs, spread "
-           f"{100 * drift.run_sd:.1f} of which episodes explain {100 * drift.episode_sd:.1f})"
-           if drift else "not measured")
+        + (f"measured by {drift.n_runs} paired runs of each arm (their difference's sd "
+           f"{100 * drift.run_sd:.1f} points: {100 * math.sqrt(drift.variance):.1f} carried, "
+           f"on {drift.df} df)" if drift else "not measured")
         + (f"; test accesses so far: {accesses}" if accesses is not None else "")
         + "; gates fired: " + (", ".join(gate.name for gate in decision.gates) or "none") + "."
     )

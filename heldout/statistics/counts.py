@@ -16,7 +16,7 @@ import pandas as pd
 from heldout.episodes.rows import FAILURES
 from heldout.errors import HeldoutError
 from heldout.statistics.grouping import group_labels
-from heldout.statistics.power import Reruns, episode_variance
+from heldout.statistics.power import Reruns
 from heldout.statistics.summary import summarize_counts
 
 COUNT_COLUMNS = ("n", "c", *(failure.count for failure in FAILURES))
@@ -46,15 +46,6 @@ def pass_at_1(rollouts: pd.DataFrame) -> float:
     """The task average of per-task pass rates of one run (errored episodes are failures)."""
     counts = per_task_counts(rollouts)
     return float((counts["c"] / counts["n"]).mean())
-
-
-def reruns_record(runs: Iterable[pd.DataFrame]) -> Reruns:
-    """Runs of one version on the same tasks as a Reruns record: each one's pass@1, and the
-    variance one run's pass@1 has from its episodes, from every run's episodes pooled."""
-    runs = list(runs)
-    pooled = combine_counts(per_task_counts(table) for table in runs)
-    return Reruns(tuple(pass_at_1(table) for table in runs),
-                  episode_variance(pooled["c"].to_numpy(), pooled["n"].to_numpy(), len(runs)))
 
 
 def combine_counts(parts: Iterable[pd.DataFrame]) -> pd.DataFrame:
@@ -147,3 +138,36 @@ def describe_canary_failures(failures: dict[str, list[str]]) -> str:
     return ("harness canaries failed, so no score can be trusted: " + "; ".join(parts)
             + ". Check the sandbox (a missing module, a too-small memory or time limit) and "
             "these tasks' tests before scoring checkpoints.")
+
+
+def pool_runs(base_runs: list[pd.DataFrame], candidate_runs: list[pd.DataFrame]
+              ) -> tuple[pd.DataFrame, pd.DataFrame, Reruns | None]:
+    """Both arms over R paired runs (each arm's own run first, then its reruns; run r of the
+    two drew the same seeds): each arm's runs as one table, and each run's pass@1 as Reruns
+    (None with one run each). In the pooled table the samples of run r are numbered after
+    those of run r − 1, so that every episode keeps a row of its own and the exact test's
+    sample index stays in the first run; rows in task and sample order. Unequal numbers of
+    runs, or a rerun of other tasks than its arm's first run (it would measure the task set,
+    not the seeds), are refused."""
+    if len(base_runs) != len(candidate_runs):
+        raise IncomparableRolloutsError(
+            f"reruns pair run by run: got {len(base_runs) - 1} rerun(s) of the base and "
+            f"{len(candidate_runs) - 1} of the candidate; rerun both arms as often")
+    if len(base_runs) == 1:
+        return base_runs[0], candidate_runs[0], None
+    pooled = []
+    for arm, runs in (("base", base_runs), ("candidate", candidate_runs)):
+        tasks = set(runs[0]["task_id"])
+        for number, table in enumerate(runs[1:], start=1):
+            if set(table["task_id"]) != tasks:
+                raise IncomparableRolloutsError(
+                    f"rerun {number} of the {arm} holds other tasks than its first run "
+                    f"({len(set(table['task_id']) ^ tasks)} differ): a rerun is the same tasks "
+                    "under new seeds")
+        width = 1 + max(int(table["sample"].max()) for table in runs)
+        together = pd.concat([table.assign(sample=table["sample"] + number * width)
+                              for number, table in enumerate(runs)], ignore_index=True)
+        pooled.append(together.sort_values(["task_id", "sample"], kind="stable",
+                                           ignore_index=True))
+    scores = (tuple(pass_at_1(table) for table in runs) for runs in (base_runs, candidate_runs))
+    return pooled[0], pooled[1], Reruns(*scores)

@@ -51,7 +51,7 @@ from heldout.statistics.paired_tests import (
     paired_score_interval,
 )
 from heldout.statistics.power import Reruns, RunDrift, required_units, run_drift, verdict_mde
-from heldout.statistics.studentized import studentized_test
+from heldout.statistics.studentized import drift_factor, studentized_test
 
 BETTER, WORSE, NO_DIFFERENCE = "better", "worse", "no difference detected"
 NOT_DECIDABLE = "not decidable"
@@ -126,8 +126,8 @@ class Decision:
     difference: candidate − base, the mean over tasks of per-task pass rates, with its
         interval at CONFIDENCE. test: the deciding paired test on every episode. mcnemar: the
         exact McNemar test at one sample index (b: tasks only the base passed there, c: only
-        the candidate). drift: the run-level drift that reruns of one unchanged version
-        measured, carried in the test and the interval, or None. support: the
+        the candidate). drift: how far the difference moved between the paired runs of both
+        arms (RunDrift), carried in the test and the interval, or None. support: the
         tasks, groups, ties and power the verdict rests on. mismatch: why the arms are not
         comparable (different harness or episodes per task), or None.
     """
@@ -236,9 +236,10 @@ def decide(
     base_passed, candidate_passed: per task, whether the episode at one fixed sample index
     passed (McNemar's pairs). groups: one label per task (tasks of one repository, family or
     template), or None for independent tasks. truncation: (base, candidate) share of episodes
-    cut short by a budget. reruns: ≥ 2 runs of one unchanged version, whose run-level drift
-    (heldout.statistics.power.run_drift) the test and the interval carry, or None. mismatch:
-    why the arms are not comparable, or None. `seed` seeds the resampling.
+    cut short by a budget. reruns: R ≥ 2 paired runs of both arms (heldout.statistics.power.
+    Reruns), whose spread (run_drift) the test and the interval carry, or None; with reruns,
+    base and candidate are the rates over the R runs' episodes pooled, and n_episodes their
+    number. mismatch: why the arms are not comparable, or None. `seed` seeds the resampling.
     """
     base, candidate = np.asarray(base, dtype=float), np.asarray(candidate, dtype=float)
     base_passed = np.asarray(base_passed, dtype=bool)
@@ -256,14 +257,13 @@ def decide(
     b = int(np.sum(base_passed & ~candidate_passed))
     c = int(np.sum(~base_passed & candidate_passed))
     drift = run_drift(reruns) if reruns is not None else None
-    tau = drift.tau if drift is not None else 0.0
-    exact = episodes.max(initial=1) == 1 and not grouped and not tau
+    exact = episodes.max(initial=1) == 1 and not grouped and not run_variance(drift)
     if exact:
         test = signs
         difference = paired_score_interval(b, c, base.size, CONFIDENCE,
                                            both=int(np.sum(base_passed & candidate_passed)))
     else:
-        test, difference = _skew_robust(candidate - base, signs, by_groups, 2 * tau**2, seed)
+        test, difference = _skew_robust(candidate - base, signs, by_groups, drift, seed)
     # The MDE's units are the test's: groups when the tasks come in groups.
     differences = candidate - base
     if grouped:
@@ -277,9 +277,10 @@ def decide(
         both_pass=int(np.sum((base == 1) & (candidate == 1))),
         both_fail=int(np.sum((base == 0) & (candidate == 0))),
         # The exact sign test never hands its interval to the betting one.
-        mde=verdict_mde(sd, int(differences.size), tau, critical_value(
-            differences.size, math.inf if exact else test.nonzero_units), POWER)
-        if sd > 0 or tau > 0 else None,
+        mde=verdict_mde(sd, int(differences.size), run_variance(drift), critical_value(
+            differences.size, math.inf if exact else test.nonzero_units,
+            _shares(sd, differences.size, drift)), POWER)
+        if sd > 0 or run_variance(drift) > 0 else None,
         base_pass_at_1=float(base.mean()),
         truncation=(float(truncation[0]), float(truncation[1])),
         unit_sd=sd,
@@ -293,36 +294,68 @@ def betting_decides(units: int, differing: float) -> bool:
     return units < BETTING_BELOW or differing < DIFFERING_BELOW
 
 
-def critical_value(units: int, differing: float) -> float:
+def critical_value(units: int, differing: float,
+                   runs: tuple[float, float, int] | None = None) -> float:
     """The verdict's critical value in standard errors at `units` tasks or groups, `differing`
     of them not 0: z₁₋α/₂, or √(2 log(2/α)) where the betting interval decides (its
-    half-width is about that many standard errors; Waudby-Smith & Ramdas 2024)."""
-    if betting_decides(units, differing):
-        return float(np.sqrt(2 * np.log(2 / ALPHA)))
-    return float(sps.norm.ppf(1 - ALPHA / 2))
+    half-width is about that many standard errors; Waudby-Smith & Ramdas 2024). With `runs`,
+    (the tasks' share of the variance, the runs' share, the runs' degrees of freedom), at
+    least the bootstrap-t's, widened as the runs' estimated variance widens it
+    (heldout.statistics.studentized.drift_factor)."""
+    z = float(sps.norm.ppf(1 - ALPHA / 2))
+    critical = float(np.sqrt(2 * np.log(2 / ALPHA))) if betting_decides(units, differing) else z
+    if runs is None:
+        return critical
+    return max(critical, z * drift_factor(*runs, ALPHA))
 
 
-def units_for(effect: float, sd: float, tau: float, differing_share: float = 1.0) -> int | None:
+def run_variance(drift: RunDrift | None) -> float:
+    """What whole runs add to the variance of the difference: 0 without reruns."""
+    return drift.variance if drift is not None else 0.0
+
+
+def _shares(sd: float, units: int, drift: RunDrift | None) -> tuple[float, float, int] | None:
+    return None if drift is None else (sd**2 / units, drift.variance, drift.df)
+
+
+def units_for(effect: float, sd: float, drift: RunDrift | None,
+              differing_share: float = 1.0) -> int | None:
     """Tasks (or groups) the verdict needs to find `effect` with probability POWER, at the
-    paired sd and run-level drift measured and the share of units that differ; None when the
-    drift alone keeps it out of reach. Where the betting interval decides (betting_decides at
-    that many units, that share of them differing) its wider critical value applies."""
+    paired sd and the runs' spread measured and the share of units that differ; None when
+    the runs' variance alone keeps it out of reach (more runs would bring it in). Where the
+    betting interval decides (betting_decides at that many units, that share of them
+    differing) its wider critical value applies, and with reruns the t critical value at the
+    units found (three rounds: it moves little once the tasks' share is known)."""
     switch = max(BETTING_BELOW, math.ceil(DIFFERING_BELOW / differing_share - 1e-9)) \
         if differing_share > 0 else math.inf
-    small = required_units(effect, sd, tau, critical_value(0, 0), POWER)
+    variance = run_variance(drift)
+
+    def solve(betting: bool) -> int | None:
+        """The units needed with the betting interval's critical value or without it."""
+        decides = (0, 0) if betting else (BETTING_BELOW, DIFFERING_BELOW)
+        found: int | None = 1
+        for _ in range(3):
+            found = required_units(effect, sd, variance, critical_value(
+                *decides, _shares(sd, found, drift)), POWER)
+            if found is None:
+                return None
+        return found
+
+    small = solve(betting=True)
     if small is not None and small < switch:
         return small
-    large = required_units(effect, sd, tau, critical_value(BETTING_BELOW, DIFFERING_BELOW),
-                           POWER)
+    large = solve(betting=False)
     return None if large is None else max(large, int(switch))
 
 
 def _skew_robust(differences: np.ndarray, signs: PermutationTest, groups: np.ndarray | None,
-                 drift_variance: float, seed: int | None) -> tuple[PermutationTest, Interval]:
+                 drift: RunDrift | None, seed: int | None) -> tuple[PermutationTest, Interval]:
     """The intersection-union test of the bootstrap-t and the sign-flip test, and its interval
     (the bootstrap-t's, widened to the betting interval where betting_decides)."""
     studentized = studentized_test(differences, groups=groups, confidence=CONFIDENCE,
-                                   drift_variance=drift_variance, seed=seed)
+                                   drift_variance=run_variance(drift),
+                                   drift_df=drift.df if drift is not None else math.inf,
+                                   seed=seed)
     p_value = max(signs.p_value, studentized.p_value)
     test = PermutationTest(
         signs.statistic, p_value, signs.units, signs.nonzero_units, signs.exact, signs.draws,

@@ -31,28 +31,37 @@ class DesignEffect:
 
 @dataclass(frozen=True)
 class Reruns:
-    """R >= 2 runs of one unchanged version on the same tasks under new seeds.
+    """R >= 2 runs of both arms on the same tasks, paired by their seeds: run r of the base and
+    run r of the candidate drew the same seeds (heldout.episodes.seeds, rerun r; run 0 the
+    arms' own episodes). base, candidate: each run's pass@1, in run order."""
 
-    scores: each run's pass@1. episode_variance: the variance of one run's pass@1 that the
-    sampling of its episodes alone gives (episode_variance below)."""
-
-    scores: tuple[float, ...]
-    episode_variance: float
+    base: tuple[float, ...]
+    candidate: tuple[float, ...]
 
 
 @dataclass(frozen=True)
 class RunDrift:
-    """How far whole runs of one version move beyond what their episodes explain.
+    """How far the arms' difference moves from one run to the next.
 
-    run_sd: the sample sd of the R runs' pass@1; episode_sd: the sd one run's pass@1 has from
-    its episodes alone; tau: √max(0, run_sd² − episode_sd²), the sd of a run-level shift (a
-    server, a seed stream, a clock) that moves every task of a run together. The paired test
-    holds the episode part already; tau is what it cannot see."""
+    n_runs: R, the runs of each arm; run_sd: the sample sd of the R paired differences of
+    pass@1 (candidate − base, run by run). The tasks are the same in every run, so that spread
+    is what whole runs add (a server, a seed stream, a clock: a run-level drift) plus the
+    episodes' own noise, never the tasks' sampling. The verdict compares the arms over all R
+    runs pooled, and carries `variance` = run_sd²/R on `df` = R − 1 degrees of freedom: the
+    episode part is then counted twice, once in the tasks' resampling and once here, which
+    costs little with R runs pooled and keeps the estimate whole (net of the episode part, it
+    is 0 in two runs of three at small drift, and the drift passes)."""
 
     n_runs: int
     run_sd: float
-    episode_sd: float
-    tau: float
+
+    @property
+    def variance(self) -> float:
+        return self.run_sd**2 / self.n_runs
+
+    @property
+    def df(self) -> int:
+        return self.n_runs - 1
 
 
 def design_effect(counts: ArrayLike, n: ArrayLike) -> DesignEffect:
@@ -111,28 +120,29 @@ def required_tasks(sd: float, effect: float, alpha: float = 0.05, power: float =
     return max(1, math.ceil(exact - 1e-9))
 
 
-def verdict_mde(sd: float, units: int, tau: float, critical: float,
+def verdict_mde(sd: float, units: int, run_variance: float, critical: float,
                 power: float = 0.8) -> float:
-    """The effect the verdict finds with probability `power`: (c + z_power)·√(sd²/U + 2τ²).
+    """The effect the verdict finds with probability `power`: (c + z_power)·√(sd²/U + v).
 
-    sd: of the per-unit differences over U tasks or groups; tau: the run-level drift, which
-    each arm's single run carries (hence 2τ²); critical: c, the test's critical value in
-    standard errors (z₁₋α/₂ for the bootstrap-t, √(2 log(2/α)) where the betting interval
-    decides, which is 1.39 times wider at α = 0.05)."""
-    if not sd >= 0 or units < 1 or not tau >= 0:
-        raise ValueError(f"need sd >= 0, units >= 1 and tau >= 0, got {sd}, {units}, {tau}")
-    return (critical + float(sps.norm.ppf(power))) * math.sqrt(sd**2 / units + 2 * tau**2)
+    sd: of the per-unit differences over U tasks or groups; run_variance: v, what whole runs
+    add to the difference (RunDrift.variance, 0 without reruns); critical: c, the test's
+    critical value in standard errors (decision.critical_value)."""
+    if not sd >= 0 or units < 1 or not run_variance >= 0:
+        raise ValueError(f"need sd >= 0, units >= 1 and run_variance >= 0, got {sd}, {units}, "
+                         f"{run_variance}")
+    return (critical + float(sps.norm.ppf(power))) * math.sqrt(sd**2 / units + run_variance)
 
 
-def required_units(effect: float, sd: float, tau: float, critical: float,
+def required_units(effect: float, sd: float, run_variance: float, critical: float,
                    power: float = 0.8) -> int | None:
-    """Tasks (or groups) at which verdict_mde reaches |effect|, or None when the drift alone
-    keeps it above: (c + z)²·2τ² >= effect², and no number of tasks is enough."""
-    if effect == 0 or not math.isfinite(effect) or not sd >= 0 or not tau >= 0:
-        raise ValueError(f"need a finite non-zero effect, sd >= 0, tau >= 0; got {effect}, "
-                         f"{sd}, {tau}")
+    """Tasks (or groups) at which verdict_mde reaches |effect|, or None when the runs' variance
+    alone keeps it above: (c + z)²·v >= effect², and no number of tasks is enough (more runs
+    are)."""
+    if effect == 0 or not math.isfinite(effect) or not sd >= 0 or not run_variance >= 0:
+        raise ValueError(f"need a finite non-zero effect, sd >= 0, run_variance >= 0; got "
+                         f"{effect}, {sd}, {run_variance}")
     factor = (critical + float(sps.norm.ppf(power))) ** 2
-    room = effect**2 - factor * 2 * tau**2
+    room = effect**2 - factor * run_variance
     if room <= 0:
         return None
     return max(1, math.ceil(factor * sd**2 / room - 1e-9))
@@ -149,35 +159,21 @@ def mde(sd: float, n_tasks: int, alpha: float = 0.05, power: float = 0.8) -> flo
     return _z_sum(alpha, power) * sd / math.sqrt(n_tasks)
 
 
-def episode_variance(passes: ArrayLike, episodes: ArrayLike, runs: int) -> float:
-    """Variance of one run's pass@1 from episode sampling alone, from R runs pooled.
-
-    passes, episodes: per task, passes and episodes over all R runs together (m_i = R·n_i);
-    a run's rate on task i has variance p_i(1 − p_i)/n_i, estimated without bias by
-    p̂(1 − p̂)·m_i/(m_i − 1)/n_i, and pass@1, the mean of N such rates, has Σ of them / N².
-    """
-    passes, episodes = check_successes(passes, episodes)
-    if runs < 2 or np.any(episodes < runs):
-        raise ValueError(f"episode_variance needs >= 2 runs of >= 1 episode per task; got "
-                         f"{runs} runs and as few as {int(episodes.min())} episodes")
-    rates = passes / episodes
-    per_run = episodes / runs
-    per_task = rates * (1 - rates) * episodes / (episodes - 1) / per_run
-    return float(per_task.sum() / per_task.size**2)
-
-
 def run_drift(reruns: Reruns) -> RunDrift:
-    """The run-level drift of RunDrift from R >= 2 runs (Madaan et al. 2024 measure the runs'
-    spread; the episode part is subtracted so that the paired test does not count it twice).
-    Warns at R = 2, where the spread rests on one degree of freedom."""
-    scores = finite_values("run scores", reruns.scores)
-    if scores.size < 2:
-        raise ValueError(f"run-level drift needs at least 2 runs, got {scores.size}")
-    if scores.size == 2:
+    """RunDrift from R >= 2 paired runs of both arms (Madaan et al. 2024 measure the runs'
+    spread). Warns at R = 2, where the spread rests on one degree of freedom."""
+    base = finite_values("base run scores", reruns.base)
+    candidate = finite_values("candidate run scores", reruns.candidate)
+    if base.size != candidate.size:
+        raise ValueError(f"reruns pair run by run: got {base.size} runs of the base and "
+                         f"{candidate.size} of the candidate")
+    if base.size < 2:
+        raise ValueError(f"run-level drift needs at least 2 runs of each arm, got {base.size}")
+    if base.size == 2:
         warnings.warn("run-level drift from only 2 runs rests on one degree of freedom; add "
                       "reruns", UserWarning, stacklevel=2)
-    if not reruns.episode_variance >= 0:
-        raise ValueError(f"episode variance must be >= 0, got {reruns.episode_variance}")
-    run_sd = float(scores.std(ddof=1))
-    tau = math.sqrt(max(0.0, run_sd**2 - reruns.episode_variance))
-    return RunDrift(int(scores.size), run_sd, math.sqrt(reruns.episode_variance), tau)
+    differences = candidate - base
+    # Rates subtracted in another order differ in the last bits: those are no spread.
+    if np.ptp(differences) <= 1e-12:
+        return RunDrift(int(base.size), 0.0)
+    return RunDrift(int(base.size), float(differences.std(ddof=1)))

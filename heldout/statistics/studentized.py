@@ -30,10 +30,12 @@ Bootstrap", ch. 12.5 and 16.4 (testing with the bootstrap-t); Davison & Hinkley 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy import stats as sps
 
 from heldout.statistics._arrays import (
     CHUNK_ELEMENTS,
@@ -77,6 +79,7 @@ def studentized_test(
     groups: ArrayLike | None = None,
     confidence: float = 0.95,
     drift_variance: float = 0.0,
+    drift_df: float = math.inf,
     resamples: int = RESAMPLES,
     seed: int | None = 0,
 ) -> StudentizedTest:
@@ -98,10 +101,14 @@ def studentized_test(
     of units that all share one mean has a finite t* (see _resampled_pivots). Ends beyond
     [−1, 1] are cut there.
 
-    drift_variance: the variance a run-level shift adds to the difference (2τ², each arm's run
-    carrying one; heldout.statistics.power.run_drift), which no resampling of tasks can see.
-    It is added to every squared standard error, and each resample's θ* is moved by a draw
-    from N(0, drift_variance): the test and the interval then hold the whole-run noise too.
+    drift_variance: the variance whole runs add to the difference (RunDrift.variance, from the
+    spread of paired runs: heldout.statistics.power.run_drift), which no resampling of tasks
+    can see, estimated on `drift_df` degrees of freedom (R − 1 for R runs; inf: known). It is
+    added to every squared standard error, each resample's θ* is moved by a draw from
+    N(0, drift_variance), and each resample's own standard error carries drift_variance·χ²/df,
+    χ² a draw on df degrees of freedom: the resampled pivots then spread as a t on few degrees
+    of freedom does where the runs' variance dominates (a Satterthwaite mixture where it does
+    not), rather than as if three runs had measured it exactly.
 
     Units whose identical (sum, size) pairs repeat are resampled as multinomial counts over
     the distinct pairs, which is the same distribution as drawing indices: single tasks with
@@ -122,12 +129,14 @@ def studentized_test(
             (resamples + 1) * alpha / 2 < 1:
         raise ValueError(f"resamples must be an integer with (resamples + 1)·α/2 >= 1, got "
                          f"{resamples!r}")
-    if not drift_variance >= 0:
-        raise ValueError(f"drift_variance must be >= 0, got {drift_variance}")
+    if not drift_variance >= 0 or not drift_df > 0:
+        raise ValueError(f"drift_variance must be >= 0 and drift_df > 0, got {drift_variance} "
+                         f"and {drift_df}")
     sums, sizes, over = unit_sums(values, groups)
     estimate = float(sums.sum() / sizes.sum())
     method = f"bootstrap-t over {over}, {resamples:,} resamples" + (
-        f", with run-level drift sd {100 * np.sqrt(drift_variance):.1f} points"
+        f", carrying the runs' variance (sd {100 * np.sqrt(drift_variance):.1f} points"
+        + (f" on {drift_df:g} df)" if math.isfinite(drift_df) else ")")
         if drift_variance else "")
     means = sums / sizes
     if (np.ptp(means) <= _TIE_TOLERANCE * max(1.0, abs(estimate)) and not drift_variance) \
@@ -141,6 +150,8 @@ def studentized_test(
     observed = float(hall_pivot(np.array(estimate / se), kappa))
     resampled = np.sort(_resampled_pivots(sums, sizes, estimate, prior, drift_variance,
                                           resamples, seed))
+    resampled = resampled * drift_factor(se**2 - drift_variance, drift_variance, drift_df,
+                                         alpha)
     tolerance = _TIE_TOLERANCE * max(1.0, abs(observed))
     p_better = (1 + np.count_nonzero(resampled >= observed - tolerance)) / (resamples + 1)
     p_worse = (1 + np.count_nonzero(resampled <= observed + tolerance)) / (resamples + 1)
@@ -211,6 +222,22 @@ def skewness(sums: np.ndarray, sizes: np.ndarray, counts: np.ndarray, prior: flo
     return kappa * (variance / (variance + drift_variance)) ** 1.5
 
 
+def drift_factor(task_variance: float, drift_variance: float, drift_df: float,
+                 alpha: float) -> float:
+    """How much wider a critical value must be when part of the variance, `drift_variance`,
+    is estimated on `drift_df` degrees of freedom and the rest, `task_variance`, on many:
+    Cochran & Cox's critical value, the two parts' critical values z₁₋α/₂ and t₁₋α/₂(df)
+    weighted by their shares of the variance, over z₁₋α/₂. Satterthwaite's degrees of
+    freedom, estimated from the same few runs, let a drift through where the runs' part is
+    small by chance (0.038 at three runs in simulation); Cochran-Cox is the conservative
+    one of the two (Cochran & Cox 1957; Lee & Gurland 1975). 1 when nothing is estimated."""
+    if not drift_variance or not math.isfinite(drift_df):
+        return 1.0
+    z = float(sps.norm.ppf(1 - alpha / 2))
+    t = float(sps.t.ppf(1 - alpha / 2, drift_df))
+    return (task_variance * z + drift_variance * t) / ((task_variance + drift_variance) * z)
+
+
 def hall_pivot(t: np.ndarray, kappa: float | np.ndarray) -> np.ndarray:
     """Hall's transformation H(t) = t + κt²/3 + κ²t³/27 + κ/6 = ((1 + at)³ − 1)/(3a) + κ/6,
     a = κ/3: increasing in t, so a test on H(t) and the interval it inverts to agree."""
@@ -234,7 +261,8 @@ def _resampled_pivots(sums: np.ndarray, sizes: np.ndarray, estimate: float, prio
     squared residual of the observed units (`prior`, one pseudo-unit): a resample that drew
     only units of one mean (99 tasks at +0.6 and 1 at −1, resampled without the −1) would
     otherwise have se* = 0 and t* = ±inf, and a third of such resamples at +inf would hide a
-    difference the sign-flip test puts at p < 1e-20. It changes se by a factor √(1 + 1/G)."""
+    difference the sign-flip test puts at p < 1e-20. It changes se by a factor √(1 + 1/G).
+    `drift_variance`: what whole runs add (studentized_test)."""
     pairs, multiplicity = np.unique(np.column_stack([sums, sizes]), axis=0, return_counts=True)
     cell_sums, cell_sizes = pairs[:, 0], pairs[:, 1]
     rng = np.random.default_rng(seed)
