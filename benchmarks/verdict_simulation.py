@@ -31,6 +31,7 @@ POPULATIONS = {
 POWER = {"uniform Beta(1,1), +5": Narrowing(1.0, 1.0, 0.0, 0.0),
          "U Beta(.3,.3), +5": Narrowing(0.3, 0.3, 0.0, 0.0)}
 # The same model in both arms, each run shifted on the logit scale by N(0, τ²).
+RUNS = 4  # paired runs of each arm, as params.reruns.runs
 IDENTICAL = Narrowing(1.0, 1.0, 0.0, 0.0)
 CEILING = Narrowing(5.0, 0.4, 0.0, 0.0)
 
@@ -65,15 +66,15 @@ def main() -> None:
     jobs = {"nulls": [(name, Cell(population, n_tasks, n, crn, args.replications))
                       for name, population in POPULATIONS.items()
                       for n_tasks in args.tasks for n in args.episodes for crn in (True, False)],
-            "power": [(name + (", 3 runs" if runs else ""),
+            "power": [(name + (f", {runs} paired runs" if runs else ""),
                        Cell(population, 164, 10, crn, args.replications, shift=0.05,
                             reruns=runs))
                       for name, population in POWER.items() for crn in (True, False)
-                      for runs in (0, 3)],
-            "drift": [(f"identical, drift τ = {tau}" + (", 3 runs" if runs else ""),
+                      for runs in (0, RUNS)],
+            "drift": [(f"identical, drift τ = {tau}" + (f", {runs} paired runs" if runs else ""),
                        Cell(IDENTICAL, 164, 10, crn, args.replications, drift=tau,
                             reruns=runs))
-                      for tau in (0.1, 0.3) for crn in (True, False) for runs in (0, 3)],
+                      for tau in (0.1, 0.3) for crn in (True, False) for runs in (0, RUNS)],
             # A true −5-point regression on a near-ceiling set: the gates void gains there,
             # and must never hide this.
             "harm": [("ceiling Beta(5,.4), −5", Cell(CEILING, 164, n, crn, args.replications,
