@@ -36,9 +36,12 @@ def on_task_runner(work: EpisodeWork, chunks: list[Chunk]) -> Iterator[tuple[int
         yield index[id(future)], future.result()
 
 
-def task_runner(orchestration: OrchestrationConfig, threads: int) -> Any:
+def task_runner(orchestration: OrchestrationConfig, rollouts: RolloutsConfig) -> Any:
+    """The task runner with enough chunks in flight for rollouts.in_flight episodes a process.
+    A chunk's thread only waits: its episodes run on the process's event loop."""
+    chunks = rollouts.chunks_in_flight()
     if orchestration.task_runner == "threads":
-        return ThreadPoolTaskRunner(max_workers=threads)
+        return ThreadPoolTaskRunner(max_workers=chunks)
     from prefect_dask import DaskTaskRunner
 
     # A cluster's own chatter (workers registering, comms closing) is not the stage's news.
@@ -47,9 +50,9 @@ def task_runner(orchestration: OrchestrationConfig, threads: int) -> Any:
         return DaskTaskRunner(address=orchestration.dask_address)
     return DaskTaskRunner(
         cluster_class="distributed.LocalCluster",
-        # One thread per worker process: a worker's sandbox already runs programs in parallel,
-        # and processes keep agents' Python code from sharing one GIL.
-        cluster_kwargs={"n_workers": orchestration.dask_workers, "threads_per_worker": 1,
+        # A worker's threads only wait on its chunks, whose episodes share its event loop; the
+        # processes keep agents' Python code from sharing one GIL.
+        cluster_kwargs={"n_workers": orchestration.dask_workers, "threads_per_worker": chunks,
                         "processes": True, "host": "127.0.0.1",
                         # An empty host (":0") listens on every interface (NOTES.md).
                         "dashboard_address": "127.0.0.1:0"},
@@ -62,7 +65,7 @@ def on_params_task_runner(stage_flow: Flow) -> Callable[..., Any]:
     def run(**parameters: Any) -> Any:
         params = read_params(find_project_root())
         runner = task_runner(section(params, "orchestration", OrchestrationConfig),
-                             section(params, "rollouts", RolloutsConfig).concurrency)
+                             section(params, "rollouts", RolloutsConfig))
         return stage_flow.with_options(task_runner=runner)(**parameters)
 
     return run

@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
+from heldout.agents.registry import identity_settings
 from heldout.canonical import content_digest
 from heldout.custody.anchor import stage_ledger
 from heldout.custody.guard import TestSetAccessError
@@ -178,9 +179,10 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
     selection = read_selection(root)
     names = {"candidate": selection["chosen"], "base": params.get("base")}
     settings = {arm: checkpoint_settings(params, name) for arm, name in names.items()}
+    identities = {arm: content_digest(identity_settings(value))
+                  for arm, value in settings.items()}
     key = AccessKey(manifest["test_version"], names["candidate"], names["base"],
-                    harness.fingerprint(), content_digest(settings["candidate"]),
-                    content_digest(settings["base"]),
+                    harness.fingerprint(), identities["candidate"], identities["base"],
                     manifest.get("test_content_version") or manifest["test_version"])
     inputs = access_inputs(root, reruns_config.model_dump())
     # Reading results is not an access: outputs already holding this access's closed results

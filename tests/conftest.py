@@ -96,7 +96,7 @@ def configure_small_project(
     the 328 demo programs of the first 40 tasks, every one that ends by itself takes under
     0.05 s but two of HumanEval/39, which fail after 3.2-3.4 s: 1.5 s times them out every
     time, where 3 s would make their status depend on the machine's load. Keyword arguments
-    update params sections, e.g. rollouts={"concurrency": 1}."""
+    update params sections, e.g. rollouts={"in_flight": 1}."""
     import yaml
 
     from heldout.tasks.sources import load_tasks

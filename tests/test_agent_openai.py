@@ -373,9 +373,9 @@ def test_json_that_is_not_a_completion_is_an_error(server: FakeServer, agent_for
         agent_for().complete(TASK, 0, 1)
 
 
-def test_requests_in_flight_never_exceed_the_concurrency_limit(server: FakeServer, agent_for):
+def test_requests_in_flight_never_exceed_the_ceiling(server: FakeServer, agent_for):
     server.hold_s = 0.05
-    agent = agent_for(concurrency=3)
+    agent = agent_for(max_in_flight=3)
     with ThreadPoolExecutor(max_workers=8) as pool:
         completions = list(pool.map(lambda seed: agent.complete(TASK, 0, seed), range(12)))
     assert all(c.text == CODE for c in completions)
@@ -417,7 +417,7 @@ def test_a_key_pasted_in_place_of_its_variable_name_is_not_repeated():
         ({"endpoint": "responses"}, "endpoint: Input should be 'chat' or 'completions'"),
         ({"base_url": "localhost:8000/v1"}, "base_url: Value error, must start with http://"),
         ({"model": " "}, "model: Value error, must not be empty"),
-        ({"concurrency": 0}, "concurrency: Input should be greater than 0"),
+        ({"max_in_flight": 0}, "max_in_flight: Input should be greater than 0"),
         ({"backoff_max_s": 0.5}, "backoff_max_s: Value error, must be at least backoff_base_s"),
         (
             {"endpoint": "completions", "system_prompt": "Be brief."},

@@ -525,7 +525,7 @@ def test_threads_share_one_client_and_its_cap_on_requests_in_flight(server: Serv
     server.script = script(calls_reply(tool_call("s", "submit", {"code": RIGHT})))
     server.hold_s = 0.05
     plan = harness()
-    agent = agents(server.url, plan, concurrency=2)
+    agent = agents(server.url, plan, max_in_flight=2)
     with ThreadPoolExecutor(max_workers=6) as pool:
         outcomes = list(pool.map(lambda seed: episode(agent, plan, seed=seed)[0], range(6)))
     assert [o.end_reason for o in outcomes] == ["submitted"] * 6

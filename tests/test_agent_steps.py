@@ -498,7 +498,7 @@ STAGE_IN_CHILD = "import sys; from stages import rollouts; rollouts.run(sys.argv
 
 def step_project(project: Path) -> Path:
     configure_small_project(project, tasks=12, n=2, checkpoints=STEPS, harness={"max_turns": 4},
-                            rollouts={"concurrency": 1, "chunk_episodes": 1})
+                            rollouts={"in_flight": 1, "chunk_episodes": 1})
     (project / "slow_agent.py").write_text(SLOW_AGENT)
     return project
 

@@ -24,7 +24,7 @@ from heldout.episodes.cache import (
     cache_key_path,
     machine_cache_key,
 )
-from heldout.episodes.chunks import EpisodeWork, collect_rollouts, in_threads
+from heldout.episodes.chunks import EpisodeWork, collect_rollouts, in_process
 from heldout.episodes.episode import episode_key_for, plan_episodes
 from heldout.episodes.harness import Harness
 from heldout.episodes.rollout import agent_context
@@ -60,7 +60,7 @@ class Rollout:
 
         def execute(work_, parts):
             self.ran.extend(keys(e) for part in parts for e in part)
-            return in_threads(2)(work_, parts)
+            return in_process(work_, parts)
 
         rows = collect_rollouts(work(self.settings), EPISODES, execute, EpisodeCache(self.path),
                                 keys, 2, warn=self.warnings.append)
@@ -228,7 +228,7 @@ def test_the_rollouts_stage_reads_no_flipped_verdict(project: Path, monkeypatch,
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{project / 'own.db'}")
     configure_small_project(project, tasks=12, n=2, checkpoints={"base": WEAK},
-                            rollouts={"concurrency": 1})
+                            rollouts={"in_flight": 1})
     split.run(project)
     first = rollouts.run("base", project)
     before = pd.read_parquet(project / catalog.rollout_file("base"))

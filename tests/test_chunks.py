@@ -12,7 +12,13 @@ from flows.summary import StageOutcome, outcomes_after_failure, pipeline_summary
 from heldout.agents.protocol import AgentContext
 from heldout.episodes import chunks
 from heldout.episodes.cache import EpisodeCache
-from heldout.episodes.chunks import EpisodeWork, chunked, collect_rollouts, in_threads, run_chunk
+from heldout.episodes.chunks import (
+    EpisodeWork,
+    chunked,
+    collect_rollouts,
+    in_process,
+    run_chunk,
+)
 from heldout.episodes.episode import plan_episodes
 from heldout.episodes.harness import Harness
 from heldout.tasks.sources import load_tasks
@@ -53,7 +59,7 @@ def test_rows_land_on_their_episodes_whatever_order_chunks_finish_in(tmp_path: P
     assert ran == [3, 2, 1, 0]
     assert sorted((r["task_id"], r["sample"]) for r in rows) == sorted(
         (e.task.id, e.sample) for e in episodes)
-    threaded = collect_rollouts(work(), episodes, in_threads(2),
+    threaded = collect_rollouts(work(), episodes, in_process,
                                 EpisodeCache(tmp_path / "other.sqlite"), key, 4)
     by_episode = {(r["task_id"], r["sample"]): r["completion"] for r in threaded}
     assert all(by_episode[(r["task_id"], r["sample"])] == r["completion"] for r in rows)

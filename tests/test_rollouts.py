@@ -115,7 +115,7 @@ def test_rollout_table_has_the_contract_columns_and_order():
 
 def small_project(project: Path, n: int, checkpoints: dict) -> Path:
     return configure_small_project(project, n=n, checkpoints=checkpoints,
-                                   rollouts={"concurrency": 1})
+                                   rollouts={"in_flight": 1, "chunk_episodes": 8})
 
 
 STAGE_IN_CHILD = "import sys; from stages import rollouts; rollouts.run(sys.argv[1])"

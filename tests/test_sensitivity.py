@@ -139,7 +139,7 @@ def prepared(tmp_path_factory) -> Path:
     configure_small_project(project, tasks=40, n=2,
                             checkpoints={"base": {"agent": "demo", "skill": -0.5},
                                          "tester": TESTER},
-                            rollouts={"concurrency": 2})
+                            rollouts={"in_flight": 2})
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{project / 'own.db'}")
         split.run(project)

@@ -35,7 +35,7 @@ def traced(tmp_path_factory) -> dict:
     """Split, then the rollouts stage of a tester and a hacker (five turns each at most)."""
     project = copy_project(tmp_path_factory.mktemp("traced") / "project")
     configure_small_project(project, tasks=30, n=N, checkpoints=CHECKPOINTS,
-                            harness={"max_turns": 5}, rollouts={"concurrency": 1})
+                            harness={"max_turns": 5}, rollouts={"in_flight": 1})
     # The experiment first, with its artifacts in the project (not under the current folder).
     mlflow.MlflowClient(store_uri(project)).create_experiment(
         "heldout", artifact_location=(project / "mlartifacts").as_uri())

@@ -6,8 +6,11 @@ call the episode's tools, natively or through a line `ACTION: <tool>` in the rep
 (heldout.agents.openai_turns); `make` returns a different class for them, since the episode
 loop tells the two shapes apart by whether the agent has `begin`.
 
-The rollout stage calls the agent from a thread pool, so one agent holds one shared client and
-a semaphore that caps the requests in flight (heldout.agents.openai_http). What a busy server
+The rollout awaits the agent's coroutines (`complete_async`, a session's `act_async`) on the
+process's event loop, hundreds of episodes at once; one agent holds one shared client, and the
+endpoint's adaptive limit caps the requests in flight (heldout.agents.openai_http,
+heldout.agents.endpoint_limit). The blocking `complete` and `act` make the same calls from any
+other thread. What a busy server
 does (429, 5xx, dropped connections, timeouts) is retried with backoff; anything else it answers
 is an AgentError that quotes the answer, because the rollout records that message as the
 episode's error. Each request must be done, whole, within `request_timeout_s`, and every
@@ -18,14 +21,13 @@ past it.
 
 from __future__ import annotations
 
+import asyncio
 import math
-import time
-from collections.abc import Callable
 from typing import Any
 
 from heldout.agents.openai_http import (
+    Sleep,
     Transport,
-    deadline_after,
     excerpt,
     finish_reason_of,
     read_usage,
@@ -48,7 +50,7 @@ class OpenAIAgent:
         self,
         settings: OpenAISettings,
         context: AgentContext,
-        sleep: Callable[[float], None] = time.sleep,
+        sleep: Sleep = asyncio.sleep,
     ):
         self._settings = settings
         self._context = context
@@ -60,7 +62,17 @@ class OpenAIAgent:
         the request, its retries and their backoff all end by then, whatever
         `request_timeout_s` and `max_retries` say."""
         prompt = self._context.template.format(prompt=task.prompt)
-        reply = self._transport.post(self._request_body(prompt, seed), deadline_after(deadline_s))
+        reply = self._transport.post_blocking(self._request_body(prompt, seed), deadline_s)
+        return self._completion(prompt, reply)
+
+    async def complete_async(self, task: Task, sample: int, seed: int,
+                             deadline_s: float = math.inf) -> Completion:
+        """`complete`, awaited on the event loop."""
+        prompt = self._context.template.format(prompt=task.prompt)
+        reply = await self._transport.post(self._request_body(prompt, seed), deadline_s)
+        return self._completion(prompt, reply)
+
+    def _completion(self, prompt: str, reply: Any) -> Completion:
         text, finish_reason = self._read(reply)
         if self._settings.endpoint == "completions" and leaves_fence_open(prompt):
             code = until_closing_fence(text)

@@ -1,38 +1,43 @@
-"""The wire to an OpenAI-compatible server: one shared client, retries, deadlines, usage.
+"""The wire to an OpenAI-compatible server: one shared client, an adaptive limit, retries,
+deadlines, usage.
 
-One `Transport` per agent holds one httpx client and a semaphore that caps the requests in
-flight; the rollout's threads share both. What a busy server does (429, 5xx, dropped
-connections, timeouts) is retried with backoff; anything else it answers is an AgentError that
-quotes the answer, because the rollout records that message as the episode's error.
+One `Transport` per agent holds one aiohttp client session, opened on the process's event
+loop (heldout.aio) where every request of every episode is awaited (aiohttp, not httpx: at 256
+connections httpx's pool spent 18 ms of CPU a request here, aiohttp 0.3 ms); the requests in
+flight to one endpoint are held under its adaptive limit (heldout.agents.endpoint_limit).
+What a busy server does (429, 5xx, dropped connections, timeouts) is retried with backoff and
+tells the limit to back off; anything else it answers is an AgentError that quotes the answer, because the rollout
+records that message as the episode's error.
 
 A request has a total deadline, not a timeout per read: `request_timeout_s` from the moment it
-has a slot, and the caller's deadline (what is left of the episode's wall time) if it gives
-one, whichever comes first. httpx has no such deadline, so every socket of the client reads,
-writes and connects no later than the deadline of the request using it (a context variable the
-request sets, read by a wrapped network backend): a server that trickles one byte at a time,
-headers included, cannot hold a request past it. The body is streamed and the deadline checked
-after each chunk as well. A retry never sleeps past the caller's deadline.
+has a slot, and the caller's (what is left of the episode's wall time) if that comes first. The
+whole exchange, connecting, sending, headers and body, runs under it (asyncio.timeout), so a
+server that trickles one byte at a time cannot hold a request past it. The caller's deadline
+does not count the time the request waits for a slot or for the endpoint's Retry-After: that is
+heldout's queue, and the episode's wall budget leaves it out too (heldout.aio.queued). A retry
+never sleeps past the caller's deadline.
 """
 
 from __future__ import annotations
 
-import contextvars
+import asyncio
+import inspect
 import json
 import math
 import os
 import random
-import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-import httpcore
-import httpx
+import aiohttp
 
+from heldout.agents.endpoint_limit import Ticket, endpoint_limit
 from heldout.agents.openai_settings import OpenAISettings
+from heldout.aio import run_blocking
 from heldout.errors import AgentError
 
 MAX_TOKENS_COUNTED = 10**9  # a usage count above this is a server's bug, not a count
@@ -43,9 +48,6 @@ _HINTS = {
     403: "check api_key_env and the key it holds",
     404: "check base_url (it ends at the API version, e.g. http://localhost:8000/v1) and model",
 }
-# The monotonic time by which the request this thread is making must be done (None: no bound).
-_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
-    "heldout_openai_deadline", default=None)
 
 
 class _Transient(Exception):
@@ -63,7 +65,7 @@ class _DeadlinePassed(Exception):
 @dataclass(frozen=True)
 class _Answer:
     status: int
-    headers: httpx.Headers
+    headers: Mapping[str, str]
     data: bytes
 
     @property
@@ -71,36 +73,57 @@ class _Answer:
         return self.data.decode("utf-8", errors="replace")
 
 
+class _Deadline:
+    """The caller's deadline: `seconds` from now, pushed back by every wait in heldout's queue."""
+
+    def __init__(self, seconds: float):
+        self.at = time.monotonic() + max(seconds, 0.0) if math.isfinite(seconds) else math.inf
+
+    def extend(self, seconds: float) -> None:
+        self.at += seconds
+
+    def left(self) -> float:
+        return self.at - time.monotonic()
+
+
+Sleep = Callable[[float], Awaitable[None] | None]
+
+
 class Transport:
     """POSTs JSON to the settings' endpoint and returns the JSON it answered."""
 
-    def __init__(self, settings: OpenAISettings, sleep: Callable[[float], None] = time.sleep):
+    def __init__(self, settings: OpenAISettings, sleep: Sleep = asyncio.sleep):
         self._settings = settings
         self._sleep = sleep
         path = "chat/completions" if settings.endpoint == "chat" else "completions"
         self.url = f"{settings.base_url}/{path}"
-        headers = {}
+        self._headers = {}
         if settings.api_key_env:
-            headers["Authorization"] = f"Bearer {os.environ[settings.api_key_env]}"
-        limits = httpx.Limits(max_connections=settings.concurrency,
-                              max_keepalive_connections=settings.concurrency)
-        self._client = httpx.Client(headers=headers, timeout=settings.request_timeout_s,
-                                    limits=limits, transport=_deadline_transport(limits))
-        self._slots = threading.BoundedSemaphore(settings.concurrency)
+            self._headers["Authorization"] = f"Bearer {os.environ[settings.api_key_env]}"
+        self.limit = endpoint_limit(settings.base_url, settings.max_in_flight)
+        self._client: aiohttp.ClientSession | None = None
         # A private generator: jitter drawn from the global one would shift the random numbers
         # of anything else in the process that seeded it.
         self._jitter = random.Random()
 
     def close(self) -> None:
-        self._client.close()
+        if self._client is not None:
+            client, self._client = self._client, None
+            run_blocking(client.close(), timeout_s=10)
 
-    def post(self, body: dict[str, Any], deadline: float | None = None) -> Any:
-        """The JSON answer to `body`, retried while the server is busy; `deadline` (monotonic
-        seconds) ends the whole of it, retries and their backoff included."""
+    def post_blocking(self, body: dict[str, Any], deadline_s: float = math.inf) -> Any:
+        """`post`, from a thread that is not the event loop's."""
+        return run_blocking(self.post(body, deadline_s))
+
+    async def post(self, body: dict[str, Any], deadline_s: float = math.inf) -> Any:
+        """The JSON answer to `body`, retried while the server is busy; the whole of it,
+        retries and their backoff included, ends within `deadline_s` seconds of heldout's
+        own (queue time left out)."""
+        deadline = _Deadline(deadline_s)
         attempts = self._settings.max_retries + 1
         for attempt in range(attempts):
             try:
-                return self._post_once(body, deadline)
+                return await self._post_once(body, deadline)
             except _DeadlinePassed as passed:
                 raise AgentError(f"POST {self.url}: {passed}") from None
             except _Transient as failure:
@@ -108,32 +131,35 @@ class Transport:
                 if attempt + 1 == attempts:
                     break
                 delay = self._backoff(attempt, failure.retry_after)
-                if deadline is not None and time.monotonic() + delay >= deadline:
+                if delay >= deadline.left():
                     raise AgentError(
                         f"POST {self.url}: no usable answer before the deadline (a retry would "
                         f"wait {delay:.3g} s); the last: {failure}") from None
-                self._sleep(delay)
+                self.limit.stats.retries += 1
+                self.limit.stats.backoffs += 1
+                slept = self._sleep(delay)
+                if inspect.isawaitable(slept):
+                    await slept
         raise AgentError(
             f"POST {self.url}: no usable answer in {attempts} attempts; the last: {last_failure}"
         )
 
-    def _post_once(self, body: dict[str, Any], deadline: float | None) -> Any:
-        if not self._slots.acquire(timeout=_left(deadline)):
-            raise _DeadlinePassed("no free connection before the deadline")
-        try:
+    async def _post_once(self, body: dict[str, Any], deadline: _Deadline) -> Any:
+        async with self.limit.slot() as ticket:
+            deadline.extend(ticket.waited_s)
             # The request's own clock starts once it has a slot: waiting behind the other
-            # threads is not the server's slowness.
-            timeout = self._settings.request_timeout_s
-            bound = time.monotonic() + timeout
-            by_caller = deadline is not None and deadline <= bound
-            bound = min(bound, deadline) if deadline is not None else bound
-            answer = self._exchange(body, bound, by_caller)
-        finally:
-            self._slots.release()
+            # requests is not the server's slowness.
+            started = time.monotonic()
+            bound = min(started + self._settings.request_timeout_s, deadline.at)
+            answer = await self._exchange(body, bound, deadline.at <= bound, ticket)
+            latency = time.monotonic() - started
         status = answer.status
         if status in (408, 429) or status >= 500:
             retry_after = _retry_after(answer, self._settings.backoff_max_s)
+            if status in (429, 503):
+                self.limit.congested(ticket, retry_after)
             raise _Transient(_describe(answer), retry_after)
+        self.limit.succeeded(latency)
         if not 200 <= status < 300:
             hint = _HINTS.get(status, "the server refused the request itself, so it is not retried")
             raise AgentError(f"POST {self.url} answered {_describe(answer)}; {hint}")
@@ -145,118 +171,47 @@ class Transport:
                 f"{excerpt(answer.text)}"
             ) from None
 
-    def _exchange(self, body: dict[str, Any], bound: float, by_caller: bool) -> _Answer:
+    async def _exchange(self, body: dict[str, Any], bound: float, by_caller: bool,
+                        ticket: Ticket) -> _Answer:
         """One request and its whole answer, done by `bound` (monotonic)."""
-        token = _DEADLINE.set(bound)
         try:
-            with self._client.stream("POST", self.url, json=body,
-                                     timeout=max(bound - time.monotonic(), 0.001)) as response:
-                data = _read_by(response.iter_bytes(), bound)
-                return _Answer(response.status_code, response.headers, data)
-        except (httpx.TimeoutException, _DeadlinePassed) as error:
-            how = (type(error).__name__ if isinstance(error, httpx.TimeoutException)
-                   else "the answer was still arriving")
+            async with asyncio.timeout(max(bound - time.monotonic(), 0.0)):
+                async with self._open().post(self.url, json=body) as response:
+                    return _Answer(response.status, response.headers, await _read(response))
+        except TimeoutError:
             if by_caller:
                 raise _DeadlinePassed("no answer before the deadline (the episode's wall time "
-                                      f"left; {how})") from None
-            raise _Transient(f"no answer within {self._settings.request_timeout_s:g} s "
-                             f"({how})") from error
-        except httpx.TransportError as error:
+                                      "left)") from None
+            self.limit.congested(ticket, None)
+            raise _Transient(
+                f"no answer within {self._settings.request_timeout_s:g} s") from None
+        except aiohttp.ClientError as error:
+            self.limit.congested(ticket, None)
             raise _Transient(f"connection failed ({type(error).__name__}: {error})") from error
-        finally:
-            _DEADLINE.reset(token)
+
+    def _open(self) -> aiohttp.ClientSession:
+        if self._client is None:
+            # trust_env: the proxy variables are honoured (NO_PROXY for a local server).
+            self._client = aiohttp.ClientSession(
+                headers=self._headers, trust_env=True, timeout=aiohttp.ClientTimeout(total=None),
+                connector=aiohttp.TCPConnector(limit=self._settings.max_in_flight))
+        return self._client
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
             return retry_after
         ceiling = min(self._settings.backoff_max_s, self._settings.backoff_base_s * 2**attempt)
-        # Threads that failed together must not all come back together.
+        # Requests that failed together must not all come back together.
         return self._jitter.uniform(ceiling / 2, ceiling)
 
 
-def _read_by(chunks: Iterable[bytes], bound: float) -> bytes:
+async def _read(response: aiohttp.ClientResponse) -> bytes:
     data = bytearray()
-    for chunk in chunks:
+    async for chunk in response.content.iter_chunked(1 << 16):
         data += chunk
-        if time.monotonic() > bound:
-            raise _DeadlinePassed("the answer was still arriving at the deadline")
         if len(data) > MAX_ANSWER_BYTES:
             raise AgentError(f"the answer is larger than {MAX_ANSWER_BYTES >> 20} MiB")
     return bytes(data)
-
-
-def deadline_after(seconds: float) -> float | None:
-    """The monotonic time `seconds` from now (a caller's deadline for `Transport.post`), or None
-    for no bound (an infinite number of seconds)."""
-    return time.monotonic() + max(seconds, 0.0) if math.isfinite(seconds) else None
-
-
-def _left(deadline: float | None) -> float | None:
-    return None if deadline is None else max(deadline - time.monotonic(), 0.0)
-
-
-def _bounded(timeout: float | None, late: type[Exception]) -> float | None:
-    """`timeout`, cut to what is left before this thread's request deadline."""
-    deadline = _DEADLINE.get()
-    if deadline is None:
-        return timeout
-    left = deadline - time.monotonic()
-    if left <= 0:
-        raise late("the request's deadline has passed")
-    return left if timeout is None else min(timeout, left)
-
-
-class _DeadlineStream(httpcore.NetworkStream):
-    def __init__(self, stream: httpcore.NetworkStream):
-        self._stream = stream
-
-    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return self._stream.read(max_bytes, _bounded(timeout, httpcore.ReadTimeout))
-
-    def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self._stream.write(buffer, _bounded(timeout, httpcore.WriteTimeout))
-
-    def close(self) -> None:
-        self._stream.close()
-
-    def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
-                  timeout: float | None = None) -> httpcore.NetworkStream:
-        return _DeadlineStream(self._stream.start_tls(
-            ssl_context, server_hostname, _bounded(timeout, httpcore.ConnectTimeout)))
-
-    def get_extra_info(self, info: str) -> Any:
-        return self._stream.get_extra_info(info)
-
-
-class _DeadlineBackend(httpcore.NetworkBackend):
-    def __init__(self) -> None:
-        self._backend = httpcore.SyncBackend()
-
-    def connect_tcp(self, host: str, port: int, timeout: float | None = None,
-                    local_address: str | None = None,
-                    socket_options: Any = None) -> httpcore.NetworkStream:
-        return _DeadlineStream(self._backend.connect_tcp(
-            host, port, _bounded(timeout, httpcore.ConnectTimeout), local_address,
-            socket_options))
-
-    def connect_unix_socket(self, path: str, timeout: float | None = None,
-                            socket_options: Any = None) -> httpcore.NetworkStream:
-        return _DeadlineStream(self._backend.connect_unix_socket(
-            path, _bounded(timeout, httpcore.ConnectTimeout), socket_options))
-
-    def sleep(self, seconds: float) -> None:
-        self._backend.sleep(seconds)
-
-
-def _deadline_transport(limits: httpx.Limits) -> httpx.HTTPTransport:
-    """httpx's own transport whose connection pool opens its sockets through _DeadlineBackend
-    (httpx offers no hook for it, so the pool it built is replaced by the same pool with it)."""
-    transport = httpx.HTTPTransport(limits=limits)
-    transport._pool = httpcore.ConnectionPool(
-        ssl_context=httpx.create_ssl_context(), max_connections=limits.max_connections,
-        max_keepalive_connections=limits.max_keepalive_connections,
-        keepalive_expiry=limits.keepalive_expiry, network_backend=_DeadlineBackend())
-    return transport
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import (
     NonNegativeFloat,
@@ -12,6 +12,7 @@ from pydantic import (
     PositiveFloat,
     PositiveInt,
     ValidationInfo,
+    Field,
     field_validator,
 )
 
@@ -30,13 +31,16 @@ class OpenAISettings(AgentSettings):
     episode for servers without tool calling, where each reply names its action in a line
     `ACTION: <tool>` (heldout.agents.openai_text). `price_in_per_mtok` and `price_out_per_mtok`
     (USD per million prompt / completion tokens) price a request whose server reports no
-    `usage.cost`; without them such a request costs 0."""
+    `usage.cost`; without them such a request costs 0. `max_in_flight` is the most requests
+    sent to this endpoint at once: a ceiling, under which an adaptive limit finds what the
+    server takes (heldout.agents.endpoint_limit); it changes no number, so it is no part of
+    the checkpoint's identity."""
 
     base_url: str
     model: NonBlank
     api_key_env: str | None = None
     endpoint: Literal["chat", "completions"] = "chat"
-    concurrency: PositiveInt = 8
+    max_in_flight: PositiveInt = 256
     request_timeout_s: PositiveFloat = 300.0
     max_retries: NonNegativeInt = 5
     backoff_base_s: NonNegativeFloat = 1.0
@@ -45,6 +49,15 @@ class OpenAISettings(AgentSettings):
     protocol: Literal["completion", "tools", "text"] = "completion"
     price_in_per_mtok: NonNegativeFloat | None = None
     price_out_per_mtok: NonNegativeFloat | None = None
+
+    concurrency: None = Field(None, exclude=True)  # renamed: refused with where it went
+
+    @field_validator("concurrency", mode="before")
+    @classmethod
+    def _renamed(cls, value: Any) -> None:
+        raise ValueError("is now max_in_flight: the most requests this endpoint is sent at "
+                         "once (an adaptive limit stays below it; `heldout probe` measures the "
+                         "server)")
 
     @field_validator("base_url")
     @classmethod

@@ -24,16 +24,15 @@ first message explains it before the task; every observation goes back as a user
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
-import time
-from collections.abc import Callable
 from typing import Any
 
 from heldout.agents.openai_http import (
+    Sleep,
     Transport,
     Usage,
-    deadline_after,
     excerpt,
     finish_reason_of,
     read_usage,
@@ -48,11 +47,11 @@ NOT_RUN = "Only one tool call per turn is run; this one was not."
 
 
 class OpenAITurnsAgent:
-    """The `openai` agent with `protocol: tools` or `text`: one Transport (client and
-    semaphore) shared by every session of every thread."""
+    """The `openai` agent with `protocol: tools` or `text`: one Transport (its client, under
+    the endpoint's adaptive limit) shared by every session."""
 
     def __init__(self, settings: OpenAISettings, context: AgentContext,
-                 sleep: Callable[[float], None] = time.sleep):
+                 sleep: Sleep = asyncio.sleep):
         self._settings = settings
         self._context = context
         self._transport = Transport(settings, sleep)
@@ -80,7 +79,14 @@ class _Session:
         self._pending: list[str] = []  # the ids of the tool calls the next observation answers
 
     def act(self, observation: Observation | None, deadline_s: float) -> Action:
-        deadline = deadline_after(deadline_s)
+        return self._reply(self._transport.post_blocking(self._request(observation), deadline_s))
+
+    async def act_async(self, observation: Observation | None, deadline_s: float) -> Action:
+        """`act`, awaited on the event loop."""
+        return self._reply(await self._transport.post(self._request(observation), deadline_s))
+
+    def _request(self, observation: Observation | None) -> dict[str, Any]:
+        """The next request: the conversation so far, with this observation's answer."""
         self._turn += 1
         if self._turn == 1:
             text = observation.text if observation is not None else self._opening
@@ -89,7 +95,7 @@ class _Session:
             self._answer(observation)
         remaining = observation.remaining if observation is not None else self._brief.budgets
         tokens_left = remaining.get("tokens", self._context.max_tokens)
-        body: dict[str, Any] = {
+        return {
             "model": self._settings.model,
             "messages": self.messages,
             "temperature": self._context.temperature,
@@ -98,7 +104,8 @@ class _Session:
             "seed": observation.seed if observation is not None else self._seed,
             **self._extra_body(),
         }
-        reply = self._transport.post(body, deadline)
+
+    def _reply(self, reply: Any) -> Action:
         try:
             choice = reply["choices"][0]
             message = choice["message"]

@@ -5,6 +5,7 @@ checkpoint and the field.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from heldout.agents.protocol import Agent, AgentContext
@@ -36,3 +37,21 @@ def make_agent(name: str, settings: dict[str, Any], context: AgentContext) -> Ag
         return AGENT_KINDS.create(kind, rest, context)
     except InvalidSettings as error:
         raise ParamsError(error.render(f"params.yaml: checkpoints.{name}.")) from None
+
+
+def close_agent(agent: Agent) -> None:
+    """Release what an agent holds (an endpoint's connections), if it holds anything."""
+    close = getattr(agent, "close", None)
+    if callable(close):
+        with contextlib.suppress(Exception):  # an agent that cannot close is done anyway
+            close()
+
+
+# Settings that say how fast a checkpoint is asked, never what it answers: they are left out of
+# everything that names its episodes (the resume cache's keys, the test access's identity).
+OPERATIONAL_SETTINGS = ("max_in_flight",)
+
+
+def identity_settings(settings: dict[str, Any]) -> dict[str, Any]:
+    """A checkpoint's settings less the operational ones: what its episodes' identity rests on."""
+    return {key: value for key, value in settings.items() if key not in OPERATIONAL_SETTINGS}

@@ -1,5 +1,7 @@
-"""Episodes in chunks that can run anywhere: a thread of the stage's process or a worker process
-of a Dask cluster on another machine.
+"""Episodes in chunks that can run anywhere: the stage's own process or a worker process of a
+Dask cluster on another machine. A chunk is the unit of resume and of distribution, not of
+serialisation: wherever it runs, its episodes are in flight together on that process's event
+loop (heldout.episodes.engine), with every other chunk's the process runs.
 
 A chunk travels with everything a worker needs to run it (`EpisodeWork`: the checkpoint's
 settings and the harness), and comes back as rows; the stage's own process commits them to the
@@ -15,20 +17,23 @@ and its episode run again, never a crash.
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import sys
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from dataclasses import dataclass, field
 from typing import Any
 
 from heldout.agents.protocol import Agent, AgentContext
-from heldout.agents.registry import make_agent
+from heldout.agents.registry import close_agent, make_agent
+from heldout.aio import event_loop, run_blocking
 from heldout.canonical import content_digest
 from heldout.episodes.cache import EpisodeCache
-from heldout.episodes.episode import Episode, run_episode
+from heldout.episodes.engine import Lanes, run_episodes
+from heldout.episodes.episode import Episode
 from heldout.episodes.harness import Harness
 from heldout.episodes.rows import invalid_row, row_problems
 from heldout.sandbox.protocol import Sandbox
@@ -36,12 +41,16 @@ from heldout.sandbox.protocol import Sandbox
 
 @dataclass(frozen=True)
 class EpisodeWork:
-    """One checkpoint's episodes under one harness: what a chunk needs besides its episodes."""
+    """One checkpoint's episodes under one harness: what a chunk needs besides its episodes.
+    `in_flight` and `agent_threads` say how the process that runs it runs episodes
+    (params.rollouts); they change no row."""
 
     label: str
     settings: dict[str, Any]
     context: AgentContext
     harness: Harness
+    in_flight: int = 256
+    agent_threads: int = 4
 
     def digest(self) -> str:
         return content_digest({"label": self.label, "settings": self.settings,
@@ -60,10 +69,17 @@ def chunked(episodes: list[Episode], size: int) -> list[Chunk]:
 
 
 def run_chunk(work: EpisodeWork, episodes: Chunk) -> list[dict]:
-    """Every episode of the chunk as a row, in the chunk's order."""
-    runner = _RUNNERS.acquire(work)
+    """Every episode of the chunk as a row, in the chunk's order, its episodes in flight
+    together on this process's event loop (call it from any thread but the loop's)."""
+    return run_blocking(run_chunk_async(work, episodes))
+
+
+async def run_chunk_async(work: EpisodeWork, episodes: Chunk) -> list[dict]:
+    # Opening a sandbox or an agent may block (a container starting): not on the loop.
+    runner = await asyncio.get_running_loop().run_in_executor(None, _RUNNERS.acquire, work)
     try:
-        return [run_episode(runner.agent, runner.sandbox, work.harness, e) for e in episodes]
+        return await run_episodes(runner.agent, runner.sandbox, runner.lanes, work.harness,
+                                  episodes, work.in_flight)
     finally:
         _RUNNERS.release(work)
 
@@ -146,22 +162,25 @@ def _rejected_line(cache: EpisodeCache, rejected: Counter[str]) -> str:
             + "; ".join(reasons))
 
 
-def in_threads(workers: int) -> ChunkExecutor:
-    """Chunks on a thread pool of this process (no orchestrator needed)."""
-
-    def execute(work: EpisodeWork, chunks: list[Chunk]) -> Iterator[tuple[int, list[dict]]]:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = {pool.submit(run_chunk, work, chunk): i for i, chunk in enumerate(chunks)}
-            for future in as_completed(futures):
-                yield futures[future], future.result()
-
-    return execute
+def in_process(work: EpisodeWork, chunks: list[Chunk]) -> Iterator[tuple[int, list[dict]]]:
+    """A ChunkExecutor on this process's event loop (no orchestrator needed): every chunk is
+    handed over at once, and the engine's `in_flight` bound says how many episodes run."""
+    loop = event_loop()
+    futures = {asyncio.run_coroutine_threadsafe(run_chunk_async(work, chunk), loop): index
+               for index, chunk in enumerate(chunks)}
+    try:
+        for future in as_completed(futures):
+            yield futures[future], future.result()
+    finally:  # a failed or abandoned rollout leaves nothing running behind it
+        for future in futures:
+            future.cancel()
 
 
 @dataclass
 class _Runner:
     agent: Agent
     sandbox: Sandbox
+    lanes: Lanes
     users: int = 0
 
 
@@ -182,7 +201,8 @@ class _RunnerPool:
             if runner is None:
                 self._close_idle(self.keep - 1)
                 runner = _Runner(make_agent(work.label, work.settings, work.context),
-                                 work.harness.sandbox.open())
+                                 work.harness.sandbox.open(),
+                                 Lanes.open(work.agent_threads, work.harness.sandbox.workers))
                 self._runners[key] = runner
             else:  # most recently used last
                 self._runners[key] = self._runners.pop(key)
@@ -200,7 +220,10 @@ class _RunnerPool:
     def _close_idle(self, keep: int) -> None:
         idle = [key for key, runner in self._runners.items() if runner.users == 0]
         for key in idle[: max(0, len(idle) - keep)]:
-            self._runners.pop(key).sandbox.close()
+            runner = self._runners.pop(key)
+            runner.lanes.close()
+            runner.sandbox.close()
+            close_agent(runner.agent)
 
 
 _RUNNERS = _RunnerPool()

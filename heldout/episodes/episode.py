@@ -14,6 +14,7 @@ import math
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from heldout.agents.protocol import Agent
@@ -23,9 +24,10 @@ from heldout.episodes.cache import episode_key
 from heldout.episodes.environments import make_environment
 from heldout.episodes.harness import Harness
 from heldout.episodes.judge import score_many
-from heldout.episodes.loop import Outcome, run_loop
+from heldout.episodes.loop import Outcome, loop_steps
 from heldout.episodes.rows import invalid_row, row_problems, stored_steps, validate_row
 from heldout.episodes.seeds import episode_seed
+from heldout.episodes.waits import Steps, Wait, wait_here
 from heldout.sandbox.protocol import ExecResult, Sandbox
 from heldout.tasks.record import Task
 
@@ -55,22 +57,30 @@ def _execution_status(result: ExecResult) -> str:
 
 
 def run_episode(agent: Agent, sandbox: Sandbox, harness: Harness, episode: Episode) -> dict:
-    """One episode as a row (without the checkpoint name); retried while it errors, as many
-    times as the harness allows."""
+    """One episode as a row (without the checkpoint name), run in place on this thread."""
+    return wait_here(episode_steps(agent, sandbox, harness, episode))
+
+
+def episode_steps(agent: Agent, sandbox: Sandbox, harness: Harness, episode: Episode,
+                  clock: Callable[[], float] = time.monotonic) -> Steps[dict]:
+    """One episode as steps (heldout.episodes.waits) ending in its row; retried while it errors,
+    as many times as the harness allows. `clock` is the one its wall budget is spent by."""
     for _attempt in range(harness.retries + 1):
-        row = _attempt_episode(agent, sandbox, harness, episode)
+        row = yield from _attempt_episode(agent, sandbox, harness, episode, clock)
         if row["status"] != "error":
             break
     return row
 
 
-def _attempt_episode(agent: Agent, sandbox: Sandbox, harness: Harness, episode: Episode) -> dict:
+def _attempt_episode(agent: Agent, sandbox: Sandbox, harness: Harness, episode: Episode,
+                     clock: Callable[[], float]) -> Steps[dict]:
     task = episode.task
-    budgets = EpisodeBudgets.start(harness, task)
+    budgets = EpisodeBudgets.start(harness, task, clock)
     limits = budgets.execution
     environment = make_environment(task, sandbox, limits, harness.template, harness.tools)
-    started = time.perf_counter()
-    outcome = run_loop(agent, environment, budgets, task, episode.sample, episode.seed)
+    started = clock()
+    outcome = yield from loop_steps(agent, environment, budgets, task, episode.sample,
+                                    episode.seed)
     program = outcome.program
     if program is None and outcome.end_reason in BUDGET_ENDS and harness.on_budget == "score_last":
         program = outcome.last_program
@@ -85,7 +95,7 @@ def _attempt_episode(agent: Agent, sandbox: Sandbox, harness: Harness, episode: 
         "finish_reason": outcome.finish_reason, "tokens_in": _total(outcome, "tokens_in"),
         "tokens_out": _total(outcome, "tokens_out"), "turns": outcome.turns,
         "tool_calls": outcome.tool_calls, "end_reason": outcome.end_reason,
-        "agent_s": time.perf_counter() - started, "exec_s": 0.0,
+        "agent_s": clock() - started, "exec_s": 0.0,
         "cost_usd": _total(outcome, "cost_usd"),
         "trajectory": _json_column(
             "trajectory", lambda: stored_steps(outcome.trajectory(), program), built),
@@ -101,8 +111,9 @@ def _attempt_episode(agent: Agent, sandbox: Sandbox, harness: Harness, episode: 
     # public-versus-hidden alarm.
     with_public = [task] + ([task.model_copy(update={"tests": task.public_tests})]
                             if task.public_tests else [])
-    results = score_many([(judged, program) for judged in with_public], sandbox,
-                         timeout_s=limits.timeout_s, memory_mb=limits.memory_mb)
+    results = yield Wait("sandbox", partial(
+        score_many, [(judged, program) for judged in with_public], sandbox,
+        timeout_s=limits.timeout_s, memory_mb=limits.memory_mb))
     hidden = results[0]
     status = _execution_status(hidden)
     truncated = status == "ok" and outcome.finish_reason == "length"

@@ -1,7 +1,10 @@
 """The episode loop: an agent acts, the environment answers, the budgets decide when it ends.
 
-Pure: no orchestration, no I/O of its own beyond the agent's and the environment's. Each turn is
-one model call (`Session.act`) that may call one tool. The loop ends on `submit`, on the first
+Pure: no orchestration and no I/O of its own. The loop is written as steps
+(heldout.episodes.waits): it yields each call of the agent's and the environment's it waits on,
+so the same loop runs in place (`run_loop`) or with hundreds of others on an event loop
+(heldout.episodes.engine), and takes the same turns either way. Each turn is one model call
+(`Session.act`) that may call one tool. The loop ends on `submit`, on the first
 budget spent (turns, tool calls, tokens, cost, wall time), on a refusal or on an error, and says
 which (`Outcome.end_reason`). It never scores: what is scored, and whether a budget's end is
 scored at all, is the caller's (heldout.episodes.episode).
@@ -17,11 +20,13 @@ import inspect
 import json
 import math
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from typing import Any
 
 from heldout.agents.protocol import (
     Action,
     Agent,
+    Completion,
     EpisodeBrief,
     MultiTurnAgent,
     Observation,
@@ -29,6 +34,7 @@ from heldout.agents.protocol import (
 )
 from heldout.episodes.budgets import BudgetExceeded, EpisodeBudgets
 from heldout.episodes.environments import Environment
+from heldout.episodes.waits import Steps, Wait, wait_here
 from heldout.tasks.record import Task
 
 # What a trajectory keeps of each text (messages, observations); the program itself is kept whole.
@@ -112,7 +118,8 @@ class Outcome:
 
 class SingleShot:
     """A single-shot agent as a session: its one turn submits its completion. An agent whose
-    `complete` takes `deadline_s` is given what is left of the episode's wall time."""
+    `complete` takes `deadline_s` is given what is left of the episode's wall time; one with
+    `complete_async` (a model endpoint's) makes the same call without a thread."""
 
     def __init__(self, agent: Agent, task: Task, sample: int, seed: int):
         self.agent, self.task, self.sample, self.seed = agent, task, sample, seed
@@ -123,50 +130,73 @@ class SingleShot:
 
     def act(self, observation: Observation, deadline_s: float) -> Action:
         bound = {"deadline_s": deadline_s} if self.bounded else {}
-        completion = self.agent.complete(self.task, self.sample, self.seed, **bound)
-        return Action("submit", {"code": completion.text}, finish_reason=completion.finish_reason,
-                      tokens_in=completion.tokens_in, tokens_out=completion.tokens_out,
-                      cost_usd=completion.cost_usd)
+        return _submitted(self.agent.complete(self.task, self.sample, self.seed, **bound))
 
     def close(self) -> None:
         pass
+
+
+class AsyncSingleShot(SingleShot):
+    """A single-shot agent with `complete_async`: its one turn awaits it."""
+
+    async def act_async(self, observation: Observation, deadline_s: float) -> Action:
+        return _submitted(await self.agent.complete_async(self.task, self.sample, self.seed,
+                                                          deadline_s=deadline_s))
+
+
+def _submitted(completion: Completion) -> Action:
+    return Action("submit", {"code": completion.text}, finish_reason=completion.finish_reason,
+                  tokens_in=completion.tokens_in, tokens_out=completion.tokens_out,
+                  cost_usd=completion.cost_usd)
 
 
 def begin_session(agent: Agent | MultiTurnAgent, task: Task, sample: int, seed: int,
                   brief: EpisodeBrief) -> Session:
     if hasattr(agent, "begin"):
         return agent.begin(task, sample, seed, brief)
-    return SingleShot(agent, task, sample, seed)
+    single = AsyncSingleShot if hasattr(agent, "complete_async") else SingleShot
+    return single(agent, task, sample, seed)
 
 
 def run_loop(agent: Agent | MultiTurnAgent, environment: Environment, budgets: EpisodeBudgets,
              task: Task, sample: int, seed: int) -> Outcome:
-    """Run one episode's turns until it ends; never raises for anything the agent does."""
+    """Run one episode's turns in place until it ends; never raises for anything the agent
+    does."""
+    return wait_here(loop_steps(agent, environment, budgets, task, sample, seed))
+
+
+def loop_steps(agent: Agent | MultiTurnAgent, environment: Environment,
+               budgets: EpisodeBudgets, task: Task, sample: int, seed: int) -> Steps[Outcome]:
+    """One episode's turns as steps (heldout.episodes.waits), ending in its Outcome."""
     brief = EpisodeBrief(tools=environment.tools, budgets=_finite(budgets.remaining()))
     outcome = Outcome("error", [])
     try:
-        session = begin_session(agent, task, sample, seed, brief)
+        session = yield Wait("agent", partial(begin_session, agent, task, sample, seed, brief))
     except Exception as error:  # noqa: BLE001 - any agent failure is an episode outcome
         outcome.error = _error_text(error)
         return outcome
     observation = Observation(None, environment.opening(), {"task_id": task.id}, 1, seed,
                               brief.budgets)
     try:
-        outcome.end_reason = _turns(session, environment, budgets, observation, outcome, seed)
+        outcome.end_reason = yield from _turns(session, environment, budgets, observation,
+                                               outcome, seed)
     except BudgetExceeded as spent:
         outcome.end_reason = spent.end_reason
     except Exception as error:  # noqa: BLE001 - a tool that failed (the sandbox) is an outcome
         outcome.end_reason, outcome.error = "error", f"environment: {error}"[:2000]
-    finally:
-        outcome.last_program = environment.last_program
-        outcome.tool_calls = int(budgets.tool_calls.used)
-        with contextlib.suppress(Exception):  # a session that cannot close ended anyway
+    except BaseException:  # the steps were abandoned (interrupted, cancelled): close in place
+        with contextlib.suppress(Exception):
             session.close()
+        raise
+    outcome.last_program = environment.last_program
+    outcome.tool_calls = int(budgets.tool_calls.used)
+    with contextlib.suppress(Exception):  # a session that cannot close ended anyway
+        yield Wait("agent", session.close)
     return outcome
 
 
 def _turns(session: Session, environment: Environment, budgets: EpisodeBudgets,
-           observation: Observation, outcome: Outcome, seed: int) -> str:
+           observation: Observation, outcome: Outcome, seed: int) -> Steps[str]:
     tools = {spec.name for spec in environment.tools}
     clock, started = budgets.wall.clock, budgets.wall.started
     while True:
@@ -178,7 +208,8 @@ def _turns(session: Session, environment: Environment, budgets: EpisodeBudgets,
         turn = observation.turn
         called = clock()
         try:
-            action = session.act(observation, budgets.wall.remaining)
+            action = yield Wait.method("agent", session, "act", observation,
+                                       budgets.wall.remaining)
         except Exception as error:  # noqa: BLE001 - any agent failure is an episode outcome
             if budgets.wall.remaining <= 0:
                 return "timeout"
@@ -195,7 +226,7 @@ def _turns(session: Session, environment: Environment, budgets: EpisodeBudgets,
         budgets.cost.spend(action.cost_usd)
         if action.finish_reason == "refused":
             return "refused"
-        submitted = _answer(action, environment, budgets, tools, step, clock)
+        submitted = yield from _answer(action, environment, budgets, tools, step, clock)
         if submitted is not None:
             outcome.program = submitted
             return "submitted"
@@ -204,7 +235,7 @@ def _turns(session: Session, environment: Environment, budgets: EpisodeBudgets,
 
 
 def _answer(action: Action, environment: Environment, budgets: EpisodeBudgets,
-            tools: set[str], step: Step, clock: Any) -> str | None:
+            tools: set[str], step: Step, clock: Any) -> Steps[str | None]:
     """Answer the action's tool call in `step`; the submitted program, if it submitted."""
     if action.problem:  # a call that could not be read is a call, and spends one
         budgets.tool_calls.spend()
@@ -230,7 +261,7 @@ def _answer(action: Action, environment: Environment, budgets: EpisodeBudgets,
         step.data = {"error": "unknown tool"}
         return None
     began = clock()
-    result = environment.call(action.tool, action.arguments)
+    result = yield Wait("sandbox", partial(environment.call, action.tool, action.arguments))
     step.tool_s = clock() - began
     step.observation, step.data = result.text[:TEXT_LIMIT], result.data
     return result.submitted

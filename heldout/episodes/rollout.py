@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from heldout.agents.protocol import AgentContext
-from heldout.agents.registry import make_agent
+from heldout.agents.registry import close_agent, identity_settings, make_agent
 from heldout.canonical import content_digest
 from heldout.episodes.cache import EpisodeCache
 from heldout.episodes.chunks import (
@@ -17,7 +17,7 @@ from heldout.episodes.chunks import (
     EpisodeWork,
     close_idle_runners,
     collect_rollouts,
-    in_threads,
+    in_process,
 )
 from heldout.episodes.episode import episode_key_for, plan_episodes
 from heldout.episodes.harness import Harness
@@ -27,16 +27,37 @@ from heldout.tasks.record import Task
 
 
 class RolloutsConfig(BaseModel):
-    """`params.rollouts`: how episodes are executed (not part of the harness fingerprint)."""
+    """`params.rollouts`: how episodes are executed (not part of the harness fingerprint: none
+    of it changes a row)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    concurrency: int = Field(default=4, ge=1, description="chunks in flight at once (threads)")
+    in_flight: int = Field(
+        default=256, ge=1,
+        description="episodes one process keeps in flight; each waits on its model call or its "
+                    "sandbox without a thread (heldout.episodes.engine)")
     chunk_episodes: int = Field(
-        default=20, ge=1,
-        description="episodes per mapped task: the unit of scheduling and of resume",
+        default=32, ge=1,
+        description="episodes per mapped task: the unit of resume and of distribution",
     )
+    agent_threads: int = Field(
+        default=4, ge=1,
+        description="threads for agents without an asynchronous client (demo, python, command)")
     cache: str = Field(default=".heldout/episodes.sqlite", description="resume store")
+
+    concurrency: None = Field(None, exclude=True)  # gone: refused with what replaced it
+
+    @field_validator("concurrency", mode="before")
+    @classmethod
+    def _gone(cls, value: Any) -> None:
+        raise ValueError("is gone: episodes no longer hold a thread each. Set in_flight "
+                         "(episodes in flight per process, default 256) and, for agents without "
+                         "an asynchronous client, agent_threads")
+
+    def chunks_in_flight(self) -> int:
+        """Chunks a task runner must run at once to keep `in_flight` episodes going, with one
+        more so a chunk's slowest episodes never leave the process short."""
+        return -(-self.in_flight // self.chunk_episodes) + 1
 
 
 class EpisodeObserver(Protocol):
@@ -75,13 +96,15 @@ def roll_out(
     sealing_key: bytes | None = None, rerun: int = 0,
 ) -> list[dict]:
     """Every episode of one agent on these tasks, resumed from the cache where it can be, the
-    rest run in chunks by `execute` (default: rollouts.concurrency threads of this process).
+    rest run in chunks by `execute` (default: on this process's event loop).
     With `sealing_key`, the cache keeps these episodes encrypted (heldout.episodes.cache);
     `rerun` > 0 draws every episode's seed anew (heldout.episodes.seeds), for the run-level
     drift."""
     check_scorer_version(tasks, harness)
-    work = EpisodeWork(label, settings, agent_context(harness, root), harness)
-    make_agent(label, settings, work.context)  # bad settings fail here, before any chunk ships
+    work = EpisodeWork(label, settings, agent_context(harness, root), harness,
+                       config.in_flight, config.agent_threads)
+    # Bad settings fail here, before any chunk ships.
+    close_agent(make_agent(label, settings, work.context))
     episodes = plan_episodes(tasks, harness, rerun)
     cache = EpisodeCache(root / config.cache, sealing_key)
     observer.start(len(episodes))
@@ -89,9 +112,9 @@ def roll_out(
         return collect_rollouts(
             work,
             episodes,
-            execute or in_threads(config.concurrency),
+            execute or in_process,
             cache,
-            episode_key_for(harness, content_digest(settings)),
+            episode_key_for(harness, content_digest(identity_settings(settings))),
             config.chunk_episodes,
             observer.advance,
         )
