@@ -17,7 +17,15 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from flows import ERROR_FILE_ENV, PIPELINE_RUN_ENV, samples_cli, tasks_cli, usage
+from flows import (
+    ERROR_FILE_ENV,
+    PIPELINE_RUN_ENV,
+    plan_cli,
+    probe_cli,
+    samples_cli,
+    tasks_cli,
+    usage,
+)
 from flows.custody_cli import key, ledger_app
 from flows.terminal import quiet_console, quiet_environment, set_verbose
 from flows.warm import WARM_ENV
@@ -35,6 +43,8 @@ app.add_typer(tasks_app, name="tasks")
 tasks_app.command("seal")(tasks_cli.seal)
 app.add_typer(ledger_app, name="ledger")
 app.command()(key)
+app.command()(probe_cli.probe)
+app.command()(plan_cli.plan)
 stderr = Console(stderr=True)
 stdout = Console()
 

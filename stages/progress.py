@@ -1,5 +1,7 @@
 """Progress of long work: a rich bar on a terminal, a periodic one-line summary otherwise
-(CI logs and `dvc repro` piped to a file stay readable)."""
+(CI logs and `dvc repro` piped to a file stay readable). Both say how many episodes this
+process has in flight (heldout.episodes.engine; on a Dask cluster the workers hold them, and
+the count here is 0) and when the work should end at the rate so far."""
 
 from __future__ import annotations
 
@@ -16,6 +18,9 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+
+from heldout.agents.endpoint_limit import EndpointStats, drain_endpoint_stats
+from heldout.episodes.engine import EPISODES
 
 
 class EpisodeProgress:
@@ -34,7 +39,8 @@ class EpisodeProgress:
         self._bar = (
             Progress(
                 TextColumn(f"[bold]{label}[/]"), BarColumn(), MofNCompleteColumn(),
-                TextColumn("{task.fields[rate]} ep/s  {task.fields[summary]}"),
+                TextColumn("{task.fields[rate]} ep/s  {task.fields[in_flight]} in flight  "
+                           "{task.fields[summary]}"),
                 TimeElapsedColumn(), TimeRemainingColumn(), console=console,
             )
             if console.is_terminal
@@ -47,7 +53,8 @@ class EpisodeProgress:
         self.started = self._last_line = time.perf_counter()
         if self._bar is not None:
             self._bar.start()
-            self._bar_task = self._bar.add_task(self.label, total=total, rate="-", summary="")
+            self._bar_task = self._bar.add_task(self.label, total=total, rate="-", summary="",
+                                                in_flight=0)
 
     def advance(self, row: dict, cached: bool) -> None:
         self.done += 1
@@ -57,15 +64,25 @@ class EpisodeProgress:
         now = time.perf_counter()
         if self._bar is not None:
             self._bar.update(self._bar_task, completed=self.done, rate=f"{self.rate():.1f}",
-                             summary=self.summary())
+                             summary=self.summary(), in_flight=EPISODES.in_flight)
         elif now - self._last_line >= self.every_s or self.done == self.total:
             self._last_line = now
+            going = (f"{EPISODES.in_flight} in flight, ETA {self.eta()}, "
+                     if self.done < self.total else "")
             print(f"{self.label}: {self.done}/{self.total} episodes, {self.rate():.1f} ep/s, "
-                  f"{self.summary()}", file=sys.stderr, flush=True)
+                  f"{going}{self.summary()}", file=sys.stderr, flush=True)
 
     def rate(self) -> float:
         ran = self.done - self.cached
         return ran / max(time.perf_counter() - self.started, 1e-9)
+
+    def eta(self) -> str:
+        """When the rest should be done at the rate so far: "4m10s", or "-" before any ran."""
+        rate = self.rate()
+        if self.done - self.cached < 1 or rate <= 0:
+            return "-"
+        seconds = round((self.total - self.done) / rate)
+        return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
 
     def elapsed(self) -> float:
         """Seconds from the start to the end of the work (so far, while it runs)."""
@@ -82,3 +99,14 @@ class EpisodeProgress:
         self.finished = time.perf_counter()
         if self._bar is not None:
             self._bar.stop()
+
+
+def speed_metrics() -> dict[str, float]:
+    """How the work since the last call went, for MLflow: the most episodes this process had in
+    flight, and what its model endpoints did (requests, retries, backoffs, refusals, latency
+    p50/p95, requests in flight, the adaptive limit). Counting starts anew."""
+    endpoints = list(drain_endpoint_stats().values())
+    metrics: dict[str, float] = {"episodes_in_flight_max": EPISODES.drain_peak()}
+    if endpoints:
+        metrics |= EndpointStats.pooled(endpoints).metrics()
+    return metrics

@@ -24,7 +24,7 @@ from stages.common import (
     section,
     tracked_stage,
 )
-from stages.progress import EpisodeProgress
+from stages.progress import EpisodeProgress, speed_metrics
 from stages.traces import TracingConfig, log_episode_traces
 
 
@@ -47,7 +47,9 @@ def run(
         tasks = eval_view(root, "val", load_tasks(root / split_file("val")))
         started = time.perf_counter()
         progress = EpisodeProgress(checkpoint)
+        speed_metrics()  # what came before this rollout is not its own
         rows = roll_out(root, checkpoint, settings, tasks, harness, config, progress, execute)
+        speed = speed_metrics()
         table = rollout_table(checkpoint, rows)
         target = root / rollout_file(checkpoint)
         with staged_outputs() as outputs:
@@ -63,6 +65,7 @@ def run(
             "episodes_s": progress.elapsed(),
             "wall_s": time.perf_counter() - started,
             **{f"status_{status}": int(counts.get(status, 0)) for status in STATUSES},
+            **speed,
         }
         mlflow_run.log_params({"checkpoint": checkpoint, "harness.n": harness.n,
                                **{f"agent.{k}": v for k, v in settings.items()}})

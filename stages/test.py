@@ -67,7 +67,7 @@ from stages.common import (
     tracked_stage,
     val_scores_digest,
 )
-from stages.progress import EpisodeProgress
+from stages.progress import EpisodeProgress, speed_metrics
 from stages.val_plan import val_plan
 
 # Set by DVC in every stage command of `dvc exp run`, queued and temporary runs included.
@@ -238,12 +238,14 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
             # The drift's reruns belong to this access: the same frozen set, new seeds, run r
             # of both arms under the same ones.
             runs = {arm: [] for arm in ARMS}
+            speed_metrics()  # what came before this access is not its own
             for rerun in range(max(1, reruns_config.runs)):
                 for arm in ARMS:
                     runs[arm].append(episodes(arm, rerun))
             every_run = {f"{arm}:rerun{number}" if number else arm: table
                          for arm in ARMS for number, table in enumerate(runs[arm])}
             episodes_s = sum(timings)
+            speed = speed_metrics()
             digest = result_digest(every_run)
             entries = read_ledger(root / LEDGER)
             opened = accesses(entries, key.test_version, key.content_version)
@@ -284,7 +286,7 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
         mlflow_run.log_metrics({f"{arm}_episode_pass_rate": float(t["passed"].mean())
                                 for arm, t in tables.items()}
                                | {"accesses_of_this_test_version": len(opened),
-                                  "episodes_s": episodes_s})
+                                  "episodes_s": episodes_s} | speed)
         if rerun_record["pass_at_1"]:
             mlflow_run.log_metrics({f"{arm}_run_{number}_pass_at_1": score
                                     for arm, scores in rerun_record["pass_at_1"].items()

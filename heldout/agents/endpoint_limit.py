@@ -2,8 +2,9 @@
 (`max_in_flight`) and an adaptive limit below it, measured from what the endpoint answers.
 
 The limit starts at 32 (or the ceiling, if lower) and grows while requests succeed: by one a
-success until the endpoint first says it is full (slow start, doubling each round trip), then by one a round trip (1/limit a success). A
-429, a 503, a timeout or a dropped connection cuts it to 0.7 of itself, once a round trip: only
+success until the endpoint first says it is full (slow start, doubling each round trip), then
+by one a round trip (1/limit a success). A 429, a 503, a timeout or a dropped connection cuts
+it to 0.7 of itself, once a round trip: only
 a request started after the last cut can cut it again, so one burst of refusals is one cut. A
 Retry-After closes the endpoint to every new request until it passes. Against a server that
 serves 32 requests at once, the limit saws between about 23 and 33, and about one request in
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
 import threading
 import time
 from collections.abc import AsyncIterator
@@ -44,17 +44,28 @@ class EndpointStats:
     peak_in_flight: int = 0
     limits: list[int] = field(default_factory=list)
 
+    @classmethod
+    def pooled(cls, many: list[EndpointStats]) -> EndpointStats:
+        """Every endpoint's counts added and latencies pooled (a run usually has one)."""
+        return cls(sum(s.requests for s in many), sum(s.retries for s in many),
+                   sum(s.backoffs for s in many), sum(s.congested for s in many),
+                   [latency for s in many for latency in s.latencies_s],
+                   max((s.peak_in_flight for s in many), default=0),
+                   [limit for s in many for limit in s.limits])
+
     def metrics(self) -> dict[str, float]:
-        latencies = np.asarray(self.latencies_s, dtype=float)
-        quantiles = (np.quantile(latencies, [0.5, 0.95]) if latencies.size
-                     else np.array([math.nan, math.nan]))
-        return {"requests": self.requests, "requests_retried": self.retries,
-                "backoffs": self.backoffs, "congestion_signals": self.congested,
-                "latency_p50_s": float(quantiles[0]), "latency_p95_s": float(quantiles[1]),
-                "requests_in_flight_max": self.peak_in_flight,
-                "adaptive_limit_last": self.limits[-1] if self.limits else math.nan,
-                "adaptive_limit_median": float(np.median(self.limits)) if self.limits
-                else math.nan}
+        """Counts, and latency quantiles and the adaptive limit where there are any."""
+        metrics: dict[str, float] = {
+            "requests": self.requests, "requests_retried": self.retries,
+            "backoffs": self.backoffs, "congestion_signals": self.congested,
+            "requests_in_flight_max": self.peak_in_flight}
+        if self.latencies_s:
+            p50, p95 = np.quantile(np.asarray(self.latencies_s, dtype=float), [0.5, 0.95])
+            metrics |= {"latency_p50_s": float(p50), "latency_p95_s": float(p95)}
+        if self.limits:
+            metrics |= {"adaptive_limit_last": self.limits[-1],
+                        "adaptive_limit_median": float(np.median(self.limits))}
+        return metrics
 
 
 @dataclass(frozen=True)

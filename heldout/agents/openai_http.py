@@ -6,8 +6,8 @@ loop (heldout.aio) where every request of every episode is awaited (aiohttp, not
 connections httpx's pool spent 18 ms of CPU a request here, aiohttp 0.3 ms); the requests in
 flight to one endpoint are held under its adaptive limit (heldout.agents.endpoint_limit).
 What a busy server does (429, 5xx, dropped connections, timeouts) is retried with backoff and
-tells the limit to back off; anything else it answers is an AgentError that quotes the answer, because the rollout
-records that message as the episode's error.
+tells the limit to back off; anything else it answers is an AgentError that quotes the answer,
+because the rollout records that message as the episode's error.
 
 A request has a total deadline, not a timeout per read: `request_timeout_s` from the moment it
 has a slot, and the caller's (what is left of the episode's wall time) if that comes first. The
@@ -176,7 +176,7 @@ class Transport:
         """One request and its whole answer, done by `bound` (monotonic)."""
         try:
             async with asyncio.timeout(max(bound - time.monotonic(), 0.0)):
-                async with self._open().post(self.url, json=body) as response:
+                async with self.session().post(self.url, json=body) as response:
                     return _Answer(response.status, response.headers, await _read(response))
         except TimeoutError:
             if by_caller:
@@ -189,7 +189,8 @@ class Transport:
             self.limit.congested(ticket, None)
             raise _Transient(f"connection failed ({type(error).__name__}: {error})") from error
 
-    def _open(self) -> aiohttp.ClientSession:
+    def session(self) -> aiohttp.ClientSession:
+        """The client session, opened on first use (on the event loop it is used from)."""
         if self._client is None:
             # trust_env: the proxy variables are honoured (NO_PROXY for a local server).
             self._client = aiohttp.ClientSession(

@@ -7,12 +7,12 @@ import re
 from typing import Any, Literal
 
 from pydantic import (
+    Field,
     NonNegativeFloat,
     NonNegativeInt,
     PositiveFloat,
     PositiveInt,
     ValidationInfo,
-    Field,
     field_validator,
 )
 

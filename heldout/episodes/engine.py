@@ -21,8 +21,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from heldout.aio import Slots, queue_clock
 from heldout.agents.protocol import Agent
+from heldout.aio import Slots, queue_clock
 from heldout.episodes.episode import Episode, episode_steps
 from heldout.episodes.harness import Harness
 from heldout.episodes.waits import Wait, wait_with

@@ -1,0 +1,197 @@
+"""`heldout plan`: before a long run, what it will cost. The episodes each stage runs (from
+params.yaml and the split), how many the resume cache already holds, the model calls they make
+at most, the wall time they should take at the throughput `heldout probe` measured, and the one
+test access the run will need. Nothing runs, nothing is opened, nothing is recorded.
+
+Registered by flows/cli.py.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from flows.probe_cli import PROBES, _file_name
+
+stdout = Console()
+
+
+def say(line: str) -> None:
+    stdout.print(line, highlight=False, markup=False, soft_wrap=True)
+
+
+@dataclass(frozen=True)
+class StageWork:
+    stage: str
+    checkpoint: str | None  # whose endpoint sets the pace (None: several, or none)
+    episodes: int
+    calls_each: int  # model calls an episode makes, at most
+    done: int = 0
+
+
+def plan() -> None:
+    """Print the episodes each stage would run, what the resume cache holds of them, the
+    expected wall time at the probed throughput, and the test access the run needs."""
+    from heldout.environment import find_project_root
+    from stages.common import read_params
+
+    root = find_project_root()
+    params = read_params(root)
+    counts, source = split_counts(root, params)
+    work = stage_work(root, params, counts)
+    say(f"heldout plan: {counts['val']} val and {counts['test']} test tasks ({source}); "
+        "nothing runs")
+    width = max(len(item.stage) for item in work)
+    say(f"  {'stage':<{width}}  {'episodes':>9}  {'cached':>9}  {'calls, at most':>14}  expected")
+    total_s, unknown = 0.0, 0
+    for item in work:
+        rate, how = episode_rate(root, params, item)
+        left = item.episodes - item.done
+        if left == 0:
+            expected = "done"
+        elif rate is None:
+            expected, unknown = how, unknown + 1
+        else:
+            total_s += left / rate
+            expected = f"{_duration(left / rate)} at {rate:.3g} ep/s ({how})"
+        say(f"  {item.stage:<{width}}  {item.episodes:>9,}  {item.done:>9,}  "
+            f"{item.episodes * item.calls_each:>14,}  {expected}")
+    episodes = sum(item.episodes - item.done for item in work)
+    pace = (f"expected {_duration(total_s)}" if not unknown else
+            f"expected {_duration(total_s)} for the measured stages; {unknown} at a pace no "
+            "probe measured" if total_s else "no stage's pace is measured")
+    say(f"to run: {episodes:,} episodes; {pace}")
+    say(test_access_line(root, params))
+
+
+def split_counts(root: Path, params: dict[str, Any]) -> tuple[dict[str, int], str]:
+    """Tasks per split: the manifest's, or the split computed here (nothing written)."""
+    from heldout.custody.task_source import is_sealed_source
+    from heldout.errors import ParamsError
+    from heldout.tasks.sources import TasksConfig, load_tasks
+    from heldout.tasks.split import SplitConfig, assign
+    from stages.catalog import MANIFEST
+    from stages.common import section
+
+    if (root / MANIFEST).exists():
+        return json.loads((root / MANIFEST).read_text(encoding="utf-8"))["counts"], "the split"
+    config = section(params, "split", SplitConfig)
+    tasks_config = section(params, "tasks", TasksConfig)
+    if is_sealed_source(tasks_config.source):
+        raise ParamsError("heldout plan: the task source is sealed; run the split stage first "
+                          "(heldout stage split), and plan reads its counts")
+    tasks = load_tasks(tasks_config.resolve(root))
+    splits = assign(tasks, config.salt, config.fractions)
+    return {name: len(members) for name, members in splits.items()}, "the split to come"
+
+
+def stage_work(root: Path, params: dict[str, Any], counts: dict[str, int]) -> list[StageWork]:
+    from heldout.episodes.harness import Harness
+    from stages.common import section
+
+    harness = section(params, "harness", Harness)
+    checkpoints = params.get("checkpoints") or {}
+    val, test = counts["val"], counts["test"]
+    work = [StageWork(f"rollouts:{name}", name, val * harness.n, calls_each(settings, harness),
+                      cached(root, params, name, settings, harness))
+            for name, settings in checkpoints.items()]
+    work.append(StageWork("score (oracle, blind canaries)", None, 2 * val, 0))
+    sweep = params.get("sensitivity") or {}
+    settings = 1 + sum(len(values) for values in (sweep.get("fields") or {}).values())
+    arms = len(sweep.get("checkpoints") or []) + 1
+    work.append(StageWork("sensitivity", None, settings * arms * val * sweep.get("n", 1),
+                          harness.max_turns))
+    runs = max(1, (params.get("reruns") or {}).get("runs", 1))
+    base = params.get("base")
+    work.append(StageWork(f"test (2 arms x {runs} runs)", base, 2 * runs * test * harness.n,
+                          calls_each(checkpoints.get(base, {}), harness)))
+    return work
+
+
+def calls_each(settings: dict[str, Any], harness: Any) -> int:
+    """Model calls an episode makes at most: one for a single-shot agent."""
+    single = settings.get("agent") != "openai" or settings.get("protocol", "completion") == (
+        "completion")
+    return 1 if single and settings.get("policy") in (None, "") else harness.max_turns
+
+
+def cached(root: Path, params: dict[str, Any], name: str, settings: dict[str, Any],
+           harness: Any) -> int:
+    """How many of a checkpoint's val episodes the resume cache holds (0 before the split)."""
+    from heldout.agents.registry import identity_settings
+    from heldout.canonical import content_digest
+    from heldout.episodes.cache import EpisodeCache
+    from heldout.episodes.episode import episode_key_for, plan_episodes
+    from heldout.episodes.rollout import RolloutsConfig
+    from heldout.tasks.sources import load_tasks
+    from stages.catalog import split_file
+    from stages.common import section
+
+    if not (root / split_file("val")).exists():
+        return 0
+    key = episode_key_for(harness, content_digest(identity_settings(settings)))
+    keys = [key(e) for e in plan_episodes(load_tasks(root / split_file("val")), harness)]
+    cache = EpisodeCache(root / section(params, "rollouts", RolloutsConfig).cache)
+    try:
+        return len(cache.read(keys).rows)
+    finally:
+        cache.close()
+
+
+def episode_rate(root: Path, params: dict[str, Any], item: StageWork) -> tuple[float | None, str]:
+    """Episodes a second for this stage's work, and where the number comes from."""
+    settings = (params.get("checkpoints") or {}).get(item.checkpoint or "", {})
+    if settings.get("agent") != "openai":
+        return None, "no endpoint: a local agent" if item.checkpoint else "several agents"
+    probed = root / PROBES / f"{_file_name(item.checkpoint)}.json"
+    if not probed.exists():
+        return None, f"unmeasured: heldout probe {item.checkpoint}"
+    knee = json.loads(probed.read_text(encoding="utf-8"))["knee"]
+    in_flight = min(knee["in_flight"], _rollouts_in_flight(params))
+    rate = knee["throughput"] * in_flight / knee["in_flight"] / max(item.calls_each, 1)
+    return rate, f"probe: {knee['throughput']:.3g} req/s at {knee['in_flight']} in flight"
+
+
+def _rollouts_in_flight(params: dict[str, Any]) -> int:
+    from heldout.episodes.rollout import RolloutsConfig
+    from stages.common import section
+
+    return section(params, "rollouts", RolloutsConfig).in_flight
+
+
+def test_access_line(root: Path, params: dict[str, Any]) -> str:
+    """The access the test stage will need, and what the ledger already holds."""
+    from heldout.custody.guard import LEDGER
+    from heldout.custody.ledger import read_ledger
+    from heldout.custody.lock import accesses
+    from heldout.episodes.harness import Harness
+    from stages.catalog import MANIFEST, SELECTION
+    from stages.common import section
+
+    fingerprint = section(params, "harness", Harness).fingerprint()
+    candidate = (json.loads((root / SELECTION).read_text(encoding="utf-8"))["chosen"]
+                 if (root / SELECTION).exists() else "the checkpoint select will choose")
+    if not (root / MANIFEST).exists():
+        version, earlier = "the split's", 0
+    else:
+        version = json.loads((root / MANIFEST).read_text(encoding="utf-8"))["test_version"]
+        earlier = len(accesses(read_ledger(root / LEDGER), version)) if (
+            root / LEDGER).exists() else 0
+    return (f"test access: one, opening test set {version[:12]} for {candidate} against "
+            f"{params.get('base')} under harness {fingerprint[:12]}; the ledger holds {earlier} "
+            "earlier access(es) of this test set. Reading results already recorded opens "
+            "nothing.")
+
+
+def _duration(seconds: float) -> str:
+    if not math.isfinite(seconds) or seconds <= 0:
+        return "0 s"
+    minutes, secs = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min" if hours else (
+        f"{minutes} min {secs:02d} s" if minutes else f"{secs} s")

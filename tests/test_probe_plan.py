@@ -1,0 +1,100 @@
+"""`heldout probe` and `heldout plan` against a loopback server with a known capacity: the
+ladder stops where the server starts refusing, the knee is at or under the capacity, and the
+plan turns the probe's throughput into an expected wall time before anything runs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from heldout.agents.probe import Level, knee, ladder, should_stop
+from tests.conftest import configure_small_project, copy_project
+from tests.latency_server import LatencyServer
+
+
+def level(in_flight: int, throughput: float, refused: int = 0) -> Level:
+    requests = 100
+    return Level(in_flight, requests, (requests - refused) / throughput, 0.1, 0.2, refused, 0)
+
+
+def test_the_ladder_climbs_in_powers_of_two_to_the_ceiling():
+    assert ladder(1) == [1]
+    assert ladder(256) == [1, 2, 4, 8, 16, 32, 64, 128, 256]
+    assert ladder(48) == [1, 2, 4, 8, 16, 32, 48]
+
+
+def test_the_knee_is_the_lowest_level_within_90_percent_of_the_best():
+    measured = [level(1, 10), level(2, 19), level(4, 34), level(8, 37), level(16, 38)]
+    assert knee(measured).in_flight == 8  # 37 >= 0.9 * 38; 34 is not
+    assert should_stop(measured)  # 34 -> 37 and 37 -> 38: both under +10%
+    assert not should_stop(measured[:4])  # 19 -> 34 was not
+
+
+def test_a_level_that_is_refused_stops_the_ladder_and_is_never_the_knee():
+    measured = [level(1, 10), level(2, 20), level(4, 50, refused=30)]
+    assert should_stop(measured)
+    assert knee(measured).in_flight == 2
+
+
+def heldout(project: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "flows.cli", *args], cwd=project,
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture
+def server():
+    started = LatencyServer(latency_s=0.05, capacity=16).start()
+    yield started
+    started.stop()
+
+
+def test_probe_finds_the_servers_capacity_and_plan_prices_the_run_with_it(tmp_path, server):
+    project = configure_small_project(copy_project(tmp_path / "p"), tasks=20, n=5, checkpoints={
+        "base": {"agent": "demo", "skill": 0.0},
+        "served": {"agent": "openai", "base_url": server.url, "model": "loopback"}})
+    probed = heldout(project, "probe", "served", "--max-in-flight", "64", "--max-tokens", "8")
+    assert probed.returncode == 0, probed.stderr
+    record = json.loads((project / ".heldout/probe/served.json").read_text())
+    measured = [entry["in_flight"] for entry in record["levels"]]
+    assert measured[:5] == [1, 2, 4, 8, 16]
+    assert measured[-1] == 32  # refused at 32 in flight: the ladder stops there
+    assert record["levels"][-1]["refused"] > 0
+    assert 8 <= record["knee"]["in_flight"] <= 16
+    assert f"It would use max_in_flight: {record['knee']['in_flight']}" in probed.stdout
+    # 16 in flight at 0.05 s: about 320 requests a second at best.
+    assert 100 < record["knee"]["throughput"] < 400
+
+    planned = heldout(project, "plan")
+    assert planned.returncode == 0, planned.stderr
+    line = next(row for row in planned.stdout.splitlines() if "rollouts:served" in row)
+    rate = record["knee"]["throughput"]
+    assert f"ep/s (probe: {rate:.3g} req/s at {record['knee']['in_flight']} in flight)" in line
+    assert "no endpoint: a local agent" in next(
+        row for row in planned.stdout.splitlines() if "rollouts:base" in row)
+    assert "test access: one" in planned.stdout
+    assert not (project / "data/split/manifest.json").exists()  # nothing ran
+
+
+def test_plan_counts_what_the_resume_cache_holds(tmp_path, monkeypatch):
+    from stages import rollouts, split
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    project = configure_small_project(copy_project(tmp_path / "p"), tasks=20, n=3, checkpoints={
+        "base": {"agent": "demo", "skill": 0.0}, "other": {"agent": "demo", "skill": 1.0}})
+    split.run(project)
+    done = rollouts.run("base", project)["episodes"]
+    planned = heldout(project, "plan")
+    assert planned.returncode == 0, planned.stderr
+    rows = {line.split()[0]: line.split() for line in planned.stdout.splitlines()
+            if line.strip().startswith("rollouts:")}
+    assert rows["rollouts:base"][1:4] == [f"{done:,}", f"{done:,}", f"{done:,}"]
+    assert rows["rollouts:base"][4] == "done"
+    assert rows["rollouts:other"][2] == "0"
+    manifest = yaml.safe_load((project / "data/split/manifest.json").read_text())
+    assert f"{manifest['counts']['val']} val and {manifest['counts']['test']} test" in (
+        planned.stdout)
