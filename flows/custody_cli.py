@@ -1,5 +1,6 @@
-"""`heldout key` and `heldout ledger …`: the test key, the team key, the ledger store and its export
-in git (heldout.custody.export)."""
+"""`heldout key`, `heldout audit` and `heldout ledger …`: the test key, the team key, the
+ledger's audit against MLflow, the ledger store and its export in git
+(heldout.custody.export)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from heldout.errors import HeldoutError
+
+_stderr = Console(stderr=True)
 ledger_app = typer.Typer(help="The test-access ledger's store and its export in git.",
                          no_args_is_help=True)
 stdout = Console()
@@ -76,3 +80,73 @@ def team_key() -> None:
     stdout.print(said, **_SAY)
     stdout.print("commit this in params.yaml (then `dvc repro split` seals for it):", **_SAY)
     stdout.print(f"custody:\n  public_key: {key.public.hex()}", **_SAY)
+
+
+def audit(
+    resolve: Annotated[str | None, typer.Option(
+        help="An orphan MLflow run (it touched the test split and no ledger line names it) "
+             "to record as resolved, with --reason.")] = None,
+    reason: Annotated[str, typer.Option(help="Why the orphan run is resolved (recorded).")] = "",
+) -> None:
+    """Check the test-access ledger (chain, MACs under the test key, the git anchor) and
+    cross-check it against MLflow, every experiment and deleted runs included; list every
+    access. Exits 1 on any problem."""
+    from rich.table import Table
+
+    from heldout.custody.audit import audit_project
+    from heldout.environment import apply_defaults, find_project_root
+    from stages.catalog import LEDGER
+    from stages.tracking import runs_touching_test_split
+
+    root = find_project_root()
+    apply_defaults(root)
+    runs = runs_touching_test_split(root)
+    if resolve is not None:
+        _resolve_orphan(root, runs, resolve, reason)
+    result = audit_project(root, runs)
+    table = Table(title=f"test-set accesses ({LEDGER})")
+    for column in ("seq", "time", "user", "outcome", "access_id", "test_version", "candidate",
+                   "base", "harness", "reason"):
+        table.add_column(column)
+    for e in result.accesses:
+        table.add_row(*(str(e.get(name) or "") for name in ("seq", "time", "user", "outcome",
+                                                             "access_id", "test_version",
+                                                             "candidate", "base")),
+                      str(e.get("harness") or "")[:12], str(e.get("reason") or "")[:60])
+    # Piped output keeps whole rows: the table is for reading, not for a terminal's width.
+    Console(width=None if stdout.is_terminal else 200).print(table)
+    for version, models in sorted(result.models_per_test_version.items()):
+        stdout.print(f"{version}: {models} models evaluated on it", highlight=False)
+    say = {"highlight": False, "soft_wrap": True, "markup": False}
+    stdout.print(result.key_status, **say)
+    stdout.print(result.scope, **say)
+    if result.anchor is not None:
+        stdout.print(result.anchor.summary(), **say)
+    for note in result.notes:
+        stdout.print(f"note: {note}", **say)
+    if result.chain_break:
+        _stderr.print(f"ledger broken at line {result.chain_break.line} of {LEDGER}: "
+                     f"{result.chain_break.reason}", **say)
+    for problem in result.problems:
+        _stderr.print(f"problem: {problem}", **say)
+    if not result.ok:
+        raise typer.Exit(1)
+    stdout.print(f"audit OK: {result.lines} ledger lines, chain and MACs whole, ledger and "
+                 "MLflow agree", highlight=False)
+
+
+def _resolve_orphan(root: Path, runs: list, run_id: str, reason: str) -> None:
+    from heldout.custody.anchor import stage_ledger
+    from heldout.custody.audit import resolve_run
+    from heldout.custody.keys import load_keys
+    from stages.catalog import LEDGER
+
+    run = next((run for run in runs if run.run_id == run_id), None)
+    if run is None:
+        raise HeldoutError(f"MLflow run {run_id} did not touch the test split (no run of the "
+                           "store is tagged so or holds it as an input): nothing to resolve")
+    entry = resolve_run(root / LEDGER, run, reason, load_keys().current)
+    say = {"highlight": False, "soft_wrap": True, "markup": False}
+    stdout.print(f"resolved MLflow run {run_id}: ledger line {entry['seq']} of {LEDGER}, MAC'd "
+                 f"under test key {entry['key_id']}; reason: {entry['reason']}", **say)
+    stdout.print(stage_ledger(root), **say)

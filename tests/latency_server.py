@@ -8,8 +8,8 @@ in the request it answers with a tool call: `run_public_tests` until the convers
 sends is `answer(body)`: by default a function body that depends on the request's seed.
 
 One asyncio loop of its own, on a thread (`LatencyServer.start`) or as a process
-(`python -m tests.latency_server --latency-s 3`, which prints its URL), raw HTTP/1.1 with
-keep-alive: nothing beyond loopback, no framework.
+(`python -m tests.latency_server --latency-s 3`, which prints its URL; GET /stats says what
+it saw), raw HTTP/1.1 with keep-alive: nothing beyond loopback, no framework.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import asyncio
 import json
 import random
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,6 +49,7 @@ class LatencyServer:
     unavailable_sent: int = 0
     seeds: list[int] = field(default_factory=list)
     statuses: list[int] = field(default_factory=list)  # of every request, in arrival order
+    busy_s: float = 0.0
     url: str = ""
 
     def start(self) -> LatencyServer:
@@ -92,7 +94,10 @@ class LatencyServer:
                     if name.strip().lower() == "content-length":
                         length = int(value)
                 body = json.loads(await reader.readexactly(length)) if length else {}
-                status, headers, reply = await self._respond(body)
+                if head.startswith(b"GET /stats"):
+                    status, headers, reply = 200, [], self.snapshot()
+                else:
+                    status, headers, reply = await self._respond(body)
                 data = json.dumps(reply).encode()
                 lines = [f"HTTP/1.1 {status} X", f"Content-Length: {len(data)}",
                          "Content-Type: application/json", *headers]
@@ -103,6 +108,11 @@ class LatencyServer:
             pass
         finally:
             writer.close()
+
+    def snapshot(self) -> dict[str, Any]:
+        """What the server saw (GET /stats): for a benchmark in another process."""
+        return {"served": self.served, "refused": self.refused, "max_in_flight":
+                self.max_in_flight, "busy_s": self.busy_s, "unavailable": self.unavailable_sent}
 
     async def _respond(self, body: dict[str, Any]) -> tuple[int, list[str], dict[str, Any]]:
         index = len(self.statuses)
@@ -121,6 +131,7 @@ class LatencyServer:
             return 503, [], {"error": {"message": "overloaded"}}
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        began = time.monotonic()
         try:
             if self.stalls(body):
                 await asyncio.Event().wait()  # forever: the client's deadline must end it
@@ -130,6 +141,7 @@ class LatencyServer:
             return 200, [], self._completion(body)
         finally:
             self.in_flight -= 1
+            self.busy_s += time.monotonic() - began  # summed: the time-average in flight
 
     def _completion(self, body: dict[str, Any]) -> dict[str, Any]:
         code = self.answer(body)
