@@ -16,8 +16,9 @@ class OrchestrationConfig(BaseModel):
 
     task_runner: Literal["threads", "dask"] = Field(
         default="threads",
-        description="threads: rollouts.concurrency threads in the stage's process; dask: the "
-        "cluster at dask_address, or a local cluster of dask_workers processes",
+        description="threads: chunks on threads of the stage's process, their episodes on its "
+        "event loop; dask: the cluster at dask_address, or a local cluster of dask_workers "
+        "processes",
     )
     dask_address: str = Field(default="", description="a scheduler, e.g. tcp://10.0.0.5:8786")
     dask_workers: int = Field(default=2, ge=1, description="processes of the local cluster")

@@ -182,7 +182,7 @@ def test_a_resumed_access_reads_its_sealed_episodes_back(project: Path, monkeypa
     def no_new_episodes(*args, **kwargs):
         raise AssertionError("a resume must come from the sealed cache")
 
-    monkeypatch.setattr("heldout.episodes.chunks.run_chunk", no_new_episodes)
+    monkeypatch.setattr("heldout.episodes.chunks.run_chunk_async", no_new_episodes)
     (project / "data/test/rollouts/base.parquet").unlink()  # else the outputs end the run
     again = test_stage.run(project)
     assert again["resumed"] and again["result_digest"] == first["result_digest"]
