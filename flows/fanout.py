@@ -8,10 +8,12 @@ call stay on the flow's thread (MLflow's active run is per thread, NOTES.md).
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from prefect import Flow, task, unmapped
+from prefect.artifacts import create_progress_artifact, update_progress_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
@@ -19,6 +21,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from flows.orchestration import OrchestrationConfig
 from heldout.environment import find_project_root
 from heldout.episodes.chunks import Chunk, EpisodeWork, run_chunk
+from heldout.episodes.engine import EPISODES
 from heldout.episodes.rollout import RolloutsConfig
 from stages.common import read_params, section
 
@@ -29,11 +32,28 @@ def episode_chunk(work: EpisodeWork, episodes: Chunk, index: int) -> list[dict]:
 
 
 def on_task_runner(work: EpisodeWork, chunks: list[Chunk]) -> Iterator[tuple[int, list[dict]]]:
-    """A `heldout.episodes.chunks.ChunkExecutor` over the running flow's task runner."""
+    """A `heldout.episodes.chunks.ChunkExecutor` over the running flow's task runner. The flow
+    run shows its progress in Prefect's UI as a progress artifact: the episodes done, those in
+    flight in this process, and the ETA at the rate so far."""
     futures = episode_chunk.map(unmapped(work), chunks, range(len(chunks)))
     index = {id(future): i for i, future in enumerate(futures)}
+    total, done, started = sum(map(len, chunks)), 0, time.monotonic()
+    artifact = create_progress_artifact(0.0, description=f"{work.label}: {total} episodes")
     for future in as_completed(futures):
-        yield index[id(future)], future.result()
+        chunk = index[id(future)]
+        rows = future.result()
+        done += len(rows)
+        update_progress_artifact(artifact, 100.0 * done / max(total, 1),
+                                 progress_line(work.label, done, total, started))
+        yield chunk, rows
+
+
+def progress_line(label: str, done: int, total: int, started: float) -> str:
+    """What the flow run's progress artifact says: done, in flight here, and the ETA."""
+    rate = done / max(time.monotonic() - started, 1e-9)
+    left = round((total - done) / rate) if rate > 0 else 0
+    return (f"{label}: {done}/{total} episodes, {rate:.1f} ep/s, {EPISODES.in_flight} in "
+            f"flight in this process, ETA {left // 60}m{left % 60:02d}s")
 
 
 def task_runner(orchestration: OrchestrationConfig, rollouts: RolloutsConfig) -> Any:

@@ -61,6 +61,26 @@ def task_runs_of_latest_flow_run(flow_name: str) -> list[str]:
         return sorted(names)
 
 
+def progress_of_latest_flow_run(flow_name: str):
+    """The progress artifact of the newest run of the flow, as Prefect's UI shows it."""
+    from prefect import get_client
+    from prefect.client.schemas.filters import (
+        ArtifactFilter,
+        ArtifactFilterFlowRunId,
+        FlowFilter,
+        FlowFilterName,
+    )
+    from prefect.client.schemas.sorting import FlowRunSort
+
+    with get_client(sync_client=True) as client:
+        latest = client.read_flow_runs(
+            flow_filter=FlowFilter(name=FlowFilterName(any_=[flow_name])),
+            sort=FlowRunSort.START_TIME_DESC, limit=1)[0]
+        (artifact,) = client.read_artifacts(artifact_filter=ArtifactFilter(
+            flow_run_id=ArtifactFilterFlowRunId(any_=[latest.id])))
+        return artifact
+
+
 class RecordingCluster(distributed.LocalCluster):
     """A LocalCluster that remembers it was made, so the test sees the Dask runner used it."""
 
@@ -88,6 +108,10 @@ def test_rollouts_on_a_dask_local_cluster_match_the_threads_runner(
     on_threads = pd.read_parquet(project / rollout_file("ck"))
     assert summary["episodes"] == episodes and summary["resumed"] == 0
     assert task_runs_of_latest_flow_run("rollouts") == sorted(f"ck[{i}]" for i in range(chunks))
+    progress = progress_of_latest_flow_run("rollouts")
+    assert progress.data == 100.0
+    assert progress.description.startswith(f"ck: {episodes}/{episodes} episodes, ")
+    assert "in flight in this process, ETA 0m00s" in progress.description
 
     shutil.rmtree(project / ".heldout")  # no resume: every episode runs again, on Dask
     set_params(project, "orchestration", task_runner="dask", dask_workers=2)
