@@ -49,6 +49,7 @@ class LatencyServer:
     unavailable_sent: int = 0
     seeds: list[int] = field(default_factory=list)
     statuses: list[int] = field(default_factory=list)  # of every request, in arrival order
+    arrivals: list[float] = field(default_factory=list)  # time.monotonic(), the same order
     busy_s: float = 0.0
     url: str = ""
 
@@ -117,6 +118,7 @@ class LatencyServer:
     async def _respond(self, body: dict[str, Any]) -> tuple[int, list[str], dict[str, Any]]:
         index = len(self.statuses)
         self.statuses.append(0)
+        self.arrivals.append(time.monotonic())
         status, headers, reply = await self._answer(body)
         self.statuses[index] = status
         return status, headers, reply

@@ -131,6 +131,21 @@ def test_a_429_storm_is_ridden_out_under_the_servers_capacity(tmp_path, server):
     assert settled.count(429) < 0.1 * len(settled)
 
 
+def test_a_servers_retry_after_holds_every_request_of_the_run_until_it_passes(tmp_path, server):
+    server.latency_s, server.spread, server.capacity, server.retry_after_s = 0.05, 0.0, 4, 1
+    harness = Harness(n=4, seed=5, timeout_s=5)
+    table = rows_of(tmp_path, "after", checkpoint(server, max_retries=10), TASKS[:10], harness)
+    assert set(table.status) == {"ok"}
+    refused = [at for at, status in zip(server.arrivals, server.statuses, strict=True)
+               if status == 429]
+    assert refused
+    first = refused[0]
+    # Whatever else was in flight finishes; nothing new is sent for the second it asked for.
+    quiet = [at for at in server.arrivals if first < at < first + 0.9]
+    assert quiet == [at for at in refused if first < at < first + 0.05]
+    assert server.arrivals[-1] > first + 1.0
+
+
 def test_retry_after_closes_the_endpoint_to_every_request_until_it_passes():
     async def scenario() -> list[float]:
         limit = EndpointLimit(ceiling=4, start=4)
@@ -235,6 +250,11 @@ def test_a_kill_9_with_hundreds_in_flight_resumes_only_what_had_not_finished(
     total = uninterrupted["episodes"]
     assert committed <= resumed["resumed"] < total
     assert rerun_requests == 2 * (total - resumed["resumed"])  # two turns an episode, no more
+    # What the run logs to MLflow about its speed is its own requests', not the killed run's.
+    assert resumed["requests"] == rerun_requests and resumed["requests_retried"] == 0
+    assert uninterrupted["requests"] == 2 * total
+    assert uninterrupted["episodes_in_flight_max"] == total  # every episode at once
+    assert 0.3 * 0.5 < uninterrupted["latency_p50_s"] < uninterrupted["latency_p95_s"] < 3
     a, b = (pd.read_parquet(p / catalog.rollout_file("ck")) for p in (killed, clean))
     pd.testing.assert_frame_equal(a.drop(columns=list(TIMING_COLUMNS)),
                                   b.drop(columns=list(TIMING_COLUMNS)))

@@ -188,6 +188,26 @@ def test_a_resumed_access_reads_its_sealed_episodes_back(project: Path, monkeypa
     assert again["resumed"] and again["result_digest"] == first["result_digest"]
 
 
+def test_outcome_files_are_byte_identical_at_any_episodes_in_flight_and_one_access(
+    project: Path
+):
+    """In flight is how fast, never what: the same access (no new ledger open) and the same
+    bytes, episodes run again from nothing at one in flight after 256."""
+    first = test_stage.run(project)
+    files = {arm: (project / f"data/test/rollouts/{arm}.parquet").read_bytes()
+             for arm in ("candidate", "base")}
+    set_params(project, "rollouts", in_flight=1, chunk_episodes=5)
+    (project / ".heldout/episodes.sqlite").unlink()  # every episode runs again
+    for arm in files:
+        (project / f"data/test/rollouts/{arm}.parquet").unlink()  # else the outputs end the run
+    again = test_stage.run(project)
+    assert again["access_id"] == first["access_id"] and again["resumed"]
+    assert again["result_digest"] == first["result_digest"]
+    assert {arm: (project / f"data/test/rollouts/{arm}.parquet").read_bytes()
+            for arm in files} == files
+    assert outcomes(project).count("opened") == 1
+
+
 # --- no access by habit ----------------------------------------------------------------------
 
 
