@@ -13,9 +13,9 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, BeforeValidator, Field, ValidationError
 
 from heldout.errors import HeldoutError
 
@@ -113,3 +113,13 @@ class Registry:
 
     def create(self, name: str, settings: Mapping[str, Any], *args: Any) -> Any:
         return self[name].create(settings, *args)
+
+
+def gone(message: str) -> Any:
+    """The type of a settings field that is no more: any value given for it is refused with
+    `message` (where it went), under the field's own name."""
+
+    def refuse(value: Any) -> None:
+        raise ValueError(message)
+
+    return Annotated[None, BeforeValidator(refuse), Field(exclude=True)]

@@ -418,6 +418,7 @@ def test_a_key_pasted_in_place_of_its_variable_name_is_not_repeated():
         ({"base_url": "localhost:8000/v1"}, "base_url: Value error, must start with http://"),
         ({"model": " "}, "model: Value error, must not be empty"),
         ({"max_in_flight": 0}, "max_in_flight: Input should be greater than 0"),
+        ({"concurrency": 8}, "concurrency: Value error, is now max_in_flight"),
         ({"backoff_max_s": 0.5}, "backoff_max_s: Value error, must be at least backoff_base_s"),
         (
             {"endpoint": "completions", "system_prompt": "Be brief."},

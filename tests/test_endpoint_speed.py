@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -27,10 +26,13 @@ from heldout.episodes.episode import plan_episodes
 from heldout.episodes.harness import Harness
 from heldout.episodes.rollout import RolloutsConfig, roll_out
 from heldout.episodes.rows import TIMING_COLUMNS, rollout_table
+from heldout.errors import ParamsError
 from heldout.tasks.sources import load_tasks
 from stages import catalog, rollouts, split
+from stages.common import section
 from tests.conftest import configure_small_project, copy_project
 from tests.latency_server import LatencyServer
+from tests.test_rollouts import STAGE_IN_CHILD, kill_after_commits
 
 TASKS = load_tasks("humaneval")[:30]
 
@@ -92,6 +94,20 @@ def test_the_same_rows_at_any_concurrency_and_any_completion_order(tmp_path, ser
     assert set(tables[1].turns) == {3}
     for in_flight in (16, 256):
         pd.testing.assert_frame_equal(tables[1], tables[in_flight])
+
+
+def test_how_fast_a_checkpoint_is_asked_is_no_part_of_its_episodes_identity(tmp_path, server):
+    harness = Harness(n=2, seed=5, timeout_s=5)
+    config = RolloutsConfig(in_flight=64)
+    first = roll_out(tmp_path, "ck", checkpoint(server, max_in_flight=4), TASKS[:5], harness,
+                     config, Quiet())
+    served = server.served
+    again = roll_out(tmp_path, "ck", checkpoint(server, max_in_flight=200), TASKS[:5], harness,
+                     RolloutsConfig(in_flight=3, agent_threads=1), Quiet())
+    assert server.served == served  # every episode came from the cache
+    assert sorted(r["seed"] for r in again) == sorted(r["seed"] for r in first)
+    with pytest.raises(ParamsError, match="rollouts.concurrency: Value error, is gone"):
+        section({"rollouts": {"concurrency": 2}}, "rollouts", RolloutsConfig)
 
 
 def test_one_process_keeps_hundreds_of_episodes_in_flight(tmp_path, server):
@@ -214,9 +230,6 @@ def test_a_stalled_connection_ends_its_episode_at_its_deadline_and_stalls_nobody
     assert took < 2.0 + 3.0  # the others ended long before; the stall only at its deadline
 
 
-STAGE_IN_CHILD = "import sys; from stages import rollouts; rollouts.run(sys.argv[1])"
-
-
 def test_a_kill_9_with_hundreds_in_flight_resumes_only_what_had_not_finished(
     tmp_path, monkeypatch
 ):
@@ -237,7 +250,7 @@ def test_a_kill_9_with_hundreds_in_flight_resumes_only_what_had_not_finished(
         child = subprocess.Popen([sys.executable, "-c", STAGE_IN_CHILD, "ck"], cwd=killed,
                                  env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                  start_new_session=True)
-        committed = _kill_after_commits(child, killed / ".heldout" / "episodes.sqlite", 8)
+        committed = kill_after_commits(child, killed / ".heldout" / "episodes.sqlite", 8)
         assert child.returncode == -signal.SIGKILL, "the stage finished before it was killed"
         while server.in_flight:  # the dead process's last requests, still being answered
             time.sleep(0.05)
@@ -258,21 +271,3 @@ def test_a_kill_9_with_hundreds_in_flight_resumes_only_what_had_not_finished(
     a, b = (pd.read_parquet(p / catalog.rollout_file("ck")) for p in (killed, clean))
     pd.testing.assert_frame_equal(a.drop(columns=list(TIMING_COLUMNS)),
                                   b.drop(columns=list(TIMING_COLUMNS)))
-
-
-def _kill_after_commits(child: subprocess.Popen, cache: Path, at_least: int) -> int:
-    committed = 0
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and child.poll() is None:
-        if cache.exists():
-            try:
-                with sqlite3.connect(cache) as db:
-                    committed = db.execute("SELECT COUNT(*) FROM episodes").fetchone()[0]
-            except sqlite3.OperationalError:
-                committed = 0
-        if committed >= at_least:
-            os.killpg(child.pid, signal.SIGKILL)
-            break
-        time.sleep(0.02)
-    child.wait()
-    return committed

@@ -34,22 +34,22 @@ def set_params(project: Path, section: str, **values: object) -> None:
     (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
 
 
+def latest_flow_run(client: object, flow_name: str) -> object:
+    from prefect.client.schemas.filters import FlowFilter, FlowFilterName
+    from prefect.client.schemas.sorting import FlowRunSort
+
+    return client.read_flow_runs(flow_filter=FlowFilter(name=FlowFilterName(any_=[flow_name])),
+                                 sort=FlowRunSort.START_TIME_DESC, limit=1)[0]
+
+
 def task_runs_of_latest_flow_run(flow_name: str) -> list[str]:
     """The names of the task runs of the newest run of the flow, once the server has them all
     (task runs from Dask workers arrive as events, a moment after the flow returns)."""
     from prefect import get_client
-    from prefect.client.schemas.filters import (
-        FlowFilter,
-        FlowFilterName,
-        FlowRunFilter,
-        FlowRunFilterId,
-    )
-    from prefect.client.schemas.sorting import FlowRunSort
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
     with get_client(sync_client=True) as client:
-        latest = client.read_flow_runs(
-            flow_filter=FlowFilter(name=FlowFilterName(any_=[flow_name])),
-            sort=FlowRunSort.START_TIME_DESC, limit=1)[0]
+        latest = latest_flow_run(client, flow_name)
         names: list[str] = []
         for _ in range(50):
             runs = client.read_task_runs(

@@ -121,6 +121,26 @@ def small_project(project: Path, n: int, checkpoints: dict) -> Path:
 STAGE_IN_CHILD = "import sys; from stages import rollouts; rollouts.run(sys.argv[1])"
 
 
+def kill_after_commits(child: subprocess.Popen, cache: Path, at_least: int) -> int:
+    """Kill -9 the child's process group once its resume cache holds `at_least` episodes (or
+    it ends first); how many it held when the kill was sent."""
+    committed = 0
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and child.poll() is None:
+        if cache.exists():
+            try:
+                with sqlite3.connect(cache) as db:
+                    committed = db.execute("SELECT COUNT(*) FROM episodes").fetchone()[0]
+            except sqlite3.OperationalError:
+                committed = 0
+        if committed >= at_least:
+            os.killpg(child.pid, signal.SIGKILL)
+            break
+        time.sleep(0.02)
+    child.wait()
+    return committed
+
+
 def test_resume_after_kill_9_runs_only_missing_episodes_and_gives_identical_output(
     tmp_path: Path, monkeypatch
 ):
@@ -137,21 +157,7 @@ def test_resume_after_kill_9_runs_only_missing_episodes_and_gives_identical_outp
     child = subprocess.Popen([sys.executable, "-c", STAGE_IN_CHILD, "ck"], cwd=killed, env=env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                              start_new_session=True)
-    cache = killed / ".heldout" / "episodes.sqlite"
-    finished_before_kill = 0
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and child.poll() is None:
-        if cache.exists():
-            try:
-                with sqlite3.connect(cache) as db:
-                    finished_before_kill = db.execute("SELECT COUNT(*) FROM episodes").fetchone()[0]
-            except sqlite3.OperationalError:
-                finished_before_kill = 0
-        if finished_before_kill >= 10:
-            os.killpg(child.pid, signal.SIGKILL)
-            break
-        time.sleep(0.02)
-    child.wait()
+    finished_before_kill = kill_after_commits(child, killed / ".heldout/episodes.sqlite", 10)
     assert child.returncode == -signal.SIGKILL, "the stage finished before it could be killed"
     assert not (killed / catalog.rollout_file("ck")).exists()
 

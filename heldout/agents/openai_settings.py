@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import (
-    Field,
     NonNegativeFloat,
     NonNegativeInt,
     PositiveFloat,
@@ -18,6 +17,7 @@ from pydantic import (
 
 from heldout.agents.protocol import AgentSettings
 from heldout.environment import TEST_KEY_ENV
+from heldout.plugins import gone
 from heldout.tasks.record import NonBlank
 
 _ENVIRONMENT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -50,14 +50,9 @@ class OpenAISettings(AgentSettings):
     price_in_per_mtok: NonNegativeFloat | None = None
     price_out_per_mtok: NonNegativeFloat | None = None
 
-    concurrency: None = Field(None, exclude=True)  # renamed: refused with where it went
-
-    @field_validator("concurrency", mode="before")
-    @classmethod
-    def _renamed(cls, value: Any) -> None:
-        raise ValueError("is now max_in_flight: the most requests this endpoint is sent at "
-                         "once (an adaptive limit stays below it; `heldout probe` measures the "
-                         "server)")
+    concurrency: gone("is now max_in_flight: the most requests this endpoint is sent at once "
+                      "(an adaptive limit stays below it; `heldout probe` measures the "
+                      "server)") = None
 
     @field_validator("base_url")
     @classmethod

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from heldout.agents.protocol import AgentContext
 from heldout.agents.registry import close_agent, identity_settings, make_agent
@@ -22,6 +22,7 @@ from heldout.episodes.chunks import (
 from heldout.episodes.episode import episode_key_for, plan_episodes
 from heldout.episodes.harness import Harness
 from heldout.errors import ParamsError
+from heldout.plugins import gone
 from heldout.tasks.kinds import task_kind
 from heldout.tasks.record import Task
 
@@ -45,14 +46,9 @@ class RolloutsConfig(BaseModel):
         description="threads for agents without an asynchronous client (demo, python, command)")
     cache: str = Field(default=".heldout/episodes.sqlite", description="resume store")
 
-    concurrency: None = Field(None, exclude=True)  # gone: refused with what replaced it
-
-    @field_validator("concurrency", mode="before")
-    @classmethod
-    def _gone(cls, value: Any) -> None:
-        raise ValueError("is gone: episodes no longer hold a thread each. Set in_flight "
-                         "(episodes in flight per process, default 256) and, for agents without "
-                         "an asynchronous client, agent_threads")
+    concurrency: gone("is gone: episodes no longer hold a thread each. Set in_flight (episodes "
+                      "in flight per process, default 256) and, for agents without an "
+                      "asynchronous client, agent_threads") = None
 
     def chunks_in_flight(self) -> int:
         """Chunks a task runner must run at once to keep `in_flight` episodes going, with one
