@@ -113,7 +113,8 @@ class LatencyServer:
     def snapshot(self) -> dict[str, Any]:
         """What the server saw (GET /stats): for a benchmark in another process."""
         return {"served": self.served, "refused": self.refused, "max_in_flight":
-                self.max_in_flight, "busy_s": self.busy_s, "unavailable": self.unavailable_sent}
+                self.max_in_flight, "busy_s": self.busy_s, "unavailable": self.unavailable_sent,
+                "statuses": self.statuses}
 
     async def _respond(self, body: dict[str, Any]) -> tuple[int, list[str], dict[str, Any]]:
         index = len(self.statuses)
@@ -172,10 +173,12 @@ def main() -> None:
     parser.add_argument("--retry-after-s", type=int, default=None)
     parser.add_argument("--unavailable", type=float, default=0.0)
     parser.add_argument("--turns", type=int, default=1)
+    parser.add_argument("--refuse", action="store_true", help="answer as a content filter")
     parser.add_argument("--port", type=int, default=0)
     options = parser.parse_args()
     server = LatencyServer(options.latency_s, options.spread, options.capacity,
-                           options.retry_after_s, options.unavailable, options.turns)
+                           options.retry_after_s, options.unavailable, options.turns,
+                           refuse=options.refuse)
 
     async def serve() -> None:
         listening = await server.listen(options.port)

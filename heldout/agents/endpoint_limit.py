@@ -1,14 +1,14 @@
 """How many requests one model endpoint is sent at once: a ceiling the checkpoint sets
 (`max_in_flight`) and an adaptive limit below it, measured from what the endpoint answers.
 
-The limit starts at 32 (or the ceiling, if lower) and grows while requests succeed: by one a
-success until the endpoint first says it is full (slow start, doubling each round trip), then
-by one a round trip (1/limit a success). A 429, a 503, a timeout or a dropped connection cuts
-it to 0.7 of itself, once a round trip: only
-a request started after the last cut can cut it again, so one burst of refusals is one cut. A
-Retry-After closes the endpoint to every new request until it passes. Against a server that
-serves 32 requests at once, the limit saws between about 23 and 33, and about one request in
-300 is refused (benchmarks/bench_endpoint.py measures it).
+The limit starts at 32 (or the ceiling, if lower) and grows while requests succeed: by half a
+request a success until the endpoint first says it is full (slow start: 1.5 times a round
+trip, so a first overshoot refuses at most a third of what is in flight), then by one a round
+trip (1/limit a success). A 429, a 503, a timeout or a dropped connection cuts it to 0.8 of
+itself, once a round trip: only a request sent after the last cut can cut it again, so one
+burst of refusals is one cut. A Retry-After closes the endpoint to every new request until it
+passes. Against a server that serves 32 at once the limit saws between about 26 and 33
+(benchmarks/bench_endpoint.py measures where it settles and how many requests are refused).
 
 Every endpoint (one base_url) has one limit in a process, whichever checkpoints share it, and
 keeps what a run needs to report: requests, retries, backoffs, latencies and the most in flight.
@@ -28,7 +28,8 @@ import numpy as np
 
 from heldout.aio import Slots, queued
 
-CUT = 0.7
+CUT = 0.8
+SLOW_START = 0.5  # added a success until the first refusal: x1.5 a round trip
 START = 32  # a round trip or three from any server's knee, and under most servers' own
 
 
@@ -111,7 +112,7 @@ class EndpointLimit:
 
     def succeeded(self, latency_s: float) -> None:
         self.stats.latencies_s.append(latency_s)
-        self._apply(self.limit + (1.0 if self._slow_start else 1.0 / self.limit))
+        self._apply(self.limit + (SLOW_START if self._slow_start else 1.0 / self.limit))
 
     def congested(self, ticket: Ticket, retry_after_s: float | None) -> None:
         """The endpoint refused or dropped `ticket`'s request, or it timed out."""
