@@ -97,10 +97,12 @@ class EndpointLimit:
         self._apply(min(self.limit, ceiling))
 
     @contextlib.asynccontextmanager
-    async def slot(self) -> AsyncIterator[Ticket]:
+    async def slot(self, waited_out: bool = False) -> AsyncIterator[Ticket]:
+        """A slot, once the endpoint is open: `waited_out` is a retry that has just slept the
+        Retry-After it was given itself, and is not held a second time."""
         began = time.monotonic()
         with queued():
-            while (closed := self._closed_until - time.monotonic()) > 0:
+            while not waited_out and (closed := self._closed_until - time.monotonic()) > 0:
                 await asyncio.sleep(closed)
             await self.slots.acquire()
         try:

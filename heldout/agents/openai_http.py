@@ -121,9 +121,10 @@ class Transport:
         own (queue time left out)."""
         deadline = _Deadline(deadline_s)
         attempts = self._settings.max_retries + 1
+        waited_out = False  # the last attempt's Retry-After, slept by this request itself
         for attempt in range(attempts):
             try:
-                return await self._post_once(body, deadline)
+                return await self._post_once(body, deadline, waited_out)
             except _DeadlinePassed as passed:
                 raise AgentError(f"POST {self.url}: {passed}") from None
             except _Transient as failure:
@@ -137,6 +138,7 @@ class Transport:
                         f"wait {delay:.3g} s); the last: {failure}") from None
                 self.limit.stats.retries += 1
                 self.limit.stats.backoffs += 1
+                waited_out = failure.retry_after is not None
                 slept = self._sleep(delay)
                 if inspect.isawaitable(slept):
                     await slept
@@ -144,8 +146,9 @@ class Transport:
             f"POST {self.url}: no usable answer in {attempts} attempts; the last: {last_failure}"
         )
 
-    async def _post_once(self, body: dict[str, Any], deadline: _Deadline) -> Any:
-        async with self.limit.slot() as ticket:
+    async def _post_once(self, body: dict[str, Any], deadline: _Deadline,
+                         waited_out: bool) -> Any:
+        async with self.limit.slot(waited_out) as ticket:
             deadline.extend(ticket.waited_s)
             # The request's own clock starts once it has a slot: waiting behind the other
             # requests is not the server's slowness.
