@@ -15,6 +15,7 @@ from heldout.custody.guard import SEALED_SUFFIX, dealing
 from heldout.custody.keys import TestKey, TestKeyError
 from heldout.custody.seal import MAGIC, SealBrokenError, WrongKeyError, seal, unseal
 from heldout.errors import InputFileError, Problem
+from heldout.canonical import jsonl_bytes
 from heldout.tasks.record import Task
 from heldout.tasks.sources import HUMANEVAL, load_jsonl_bytes
 
@@ -38,7 +39,12 @@ def seal_tasks(path: Path, public: bytes) -> tuple[bytes, list[Task]]:
                                                         f"({type(error).__name__})")]) from None
     if data.startswith(MAGIC):
         raise InputFileError(path, [Problem(None, None, "already sealed")])
-    return seal(data, public), load_jsonl_bytes(data, path)
+    tasks = load_jsonl_bytes(data, path, folder=path.parent)
+    if b'"snapshot"' in data:
+        # A repository task's snapshot path names files outside the seal: the sealed lines
+        # hold the trees themselves (the records as loaded).
+        data = jsonl_bytes(task.to_record() for task in tasks)
+    return seal(data, public), tasks
 
 
 def load_sealed_tasks(path: Path, key: TestKey) -> list[Task]:

@@ -17,6 +17,7 @@ DEFAULT_KIND = "python-function"
 TASK_KINDS = Registry("task kind", [
     Plugin(DEFAULT_KIND, "heldout.tasks.python_function:KIND", "Task"),
     Plugin("python-program", "heldout.tasks.python_program:KIND", "ProgramTask"),
+    Plugin("repository", "heldout.tasks.repository:KIND", "RepositoryTask"),
 ])
 
 

@@ -75,16 +75,18 @@ def load_jsonl(path: Path) -> list[Task]:
             [Problem(None, None, "no such file")],
             hint=f"A task source is '{HUMANEVAL}' or the path of a JSONL file, one task a line.",
         )
-    return load_jsonl_bytes(path.read_bytes(), path)
+    return load_jsonl_bytes(path.read_bytes(), path, folder=path.parent)
 
 
-def load_jsonl_bytes(data: bytes, path: str | Path) -> list[Task]:
-    """Tasks from JSONL bytes; `path` names them in error messages."""
+def load_jsonl_bytes(data: bytes, path: str | Path, folder: Path | None = None) -> list[Task]:
+    """Tasks from JSONL bytes; `path` names them in error messages, `folder` is where the paths
+    a record gives (a repository task's snapshot) are relative to."""
     problems: list[Problem] = []
     tasks: list[Task] = []
     first_line_of: dict[str, int] = {}
     for number, raw in enumerate(data.split(b"\n"), start=1):
-        parsed = _parse_line(raw.removeprefix(b"\xef\xbb\xbf") if number == 1 else raw, number)
+        parsed = _parse_line(raw.removeprefix(b"\xef\xbb\xbf") if number == 1 else raw, number,
+                             folder)
         if parsed is None:
             continue
         if isinstance(parsed, list):
@@ -115,7 +117,7 @@ _SCHEMA_HINT = (
 )
 
 
-def _parse_line(raw: bytes, number: int) -> Task | list[Problem] | None:
+def _parse_line(raw: bytes, number: int, folder: Path | None) -> Task | list[Problem] | None:
     """A Task, the problems of the line, or None for a blank line."""
     try:
         text = decode_line(raw)
@@ -136,7 +138,7 @@ def _parse_line(raw: bytes, number: int) -> Task | list[Problem] | None:
         return [Problem(number, None, f"expected a JSON object, got {_json_type(value)}")]
     problems, bad = _data_problems(value, number)
     try:
-        task = _schema(value).model_validate(value)
+        task = _schema(value).model_validate(value, context={"folder": folder})
     except ValidationError as error:
         # A missing group is copied from id: its errors are id's, reported once under id. A
         # field the data check reported (a NaN, a lone surrogate) is not reported again.

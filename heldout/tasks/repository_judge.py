@@ -1,0 +1,215 @@
+"""The repository kind's judged program: a test run in a fresh sandbox, and a verdict taken
+outside it.
+
+The *candidate* process (the program's own user) writes the tree the host prepared (the
+repository at its base, the completion's diff as filtered, the hidden tests, the sentinels) and
+runs pytest on it with heldout's report plugin; it answers with how the run ended, pytest's exit
+status and the report. Everything in that process, and in pytest's, is within the completion's
+reach: its code is imported by the tests.
+
+The *judge* process (another user, out of that reach) holds the tests the verdict reads and the
+sentinels' names, and decides from the answer with `judge_repository`, sent as the judge's
+trusted prompt. A run counts only when its three accounts agree: the report has every expected
+test exactly once, the must-fail sentinel failed and the must-pass one passed (both in every
+file the verdict reads, in the same process as the real tests, named with a nonce drawn for
+this run), and pytest's exit status is 1, as a run with one failed test must end. Anything else
+is a failure with its reason, never a pass.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+from heldout.tasks.diff_filter import Dropped
+
+REPORT_MODULE = "heldout_report"
+RUN_TESTS = "run_tests"  # the candidate's function the judge calls
+# A reason on stderr's last line is read from a tail of 4 KiB: the judge keeps it well below.
+REASON_CHARS = 3000
+REPORT_LIMIT = 8 * 1024 * 1024  # bytes of report the candidate sends at most
+
+REPORT_PLUGIN = '''"""heldout's report: a JSON line per test phase, to the file HELDOUT_REPORT names."""
+import json
+import os
+
+_REPORT = open(os.environ.pop("HELDOUT_REPORT"), "a", encoding="utf-8")
+
+
+def _write(record):
+    _REPORT.write(json.dumps(record) + "\\n")
+    _REPORT.flush()
+
+
+def pytest_runtest_logreport(report):
+    _write({"test": report.nodeid, "when": report.when, "outcome": report.outcome,
+            "xfail": hasattr(report, "wasxfail")})
+
+
+def pytest_collectreport(report):
+    if report.failed:
+        _write({"collect": report.nodeid, "outcome": "failed"})
+'''
+
+
+# --- the judge's side: trusted code, run in the judge --------------------------------------
+
+
+def test_outcomes(report):
+    """{node id: "passed" | "failed" | "skipped" | "xfailed"} from the report's lines, and the
+    problems that make the report untrustworthy (a line that is no record, a test reported
+    twice in one phase, a file that did not collect)."""
+    import json
+
+    phases, problems, outcomes = {}, [], {}
+    for number, line in enumerate(report.splitlines(), start=1):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            problems.append(f"report line {number} is not JSON")
+            continue
+        if type(record) is not dict:
+            problems.append(f"report line {number} is not a record")
+            continue
+        if "collect" in record:
+            problems.append(f"{str(record['collect'])[:120]} did not collect")
+            continue
+        test, when, outcome = record.get("test"), record.get("when"), record.get("outcome")
+        if not (type(test) is str and when in ("setup", "call", "teardown")
+                and outcome in ("passed", "failed", "skipped")):
+            problems.append(f"report line {number} is not a test's phase")
+            continue
+        if (test, when) in phases:
+            problems.append(f"{test[:120]} is reported twice")
+            continue
+        phases[test, when] = (outcome, record.get("xfail") is True)
+    for (test, when), (outcome, xfail) in phases.items():
+        current = outcomes.get(test, "passed")
+        if outcome == "failed" or current == "failed":
+            outcomes[test] = "failed"
+        elif outcome == "skipped" or current in ("skipped", "xfailed"):
+            outcomes[test] = "xfailed" if xfail or current == "xfailed" else "skipped"
+        elif when == "call" or test in outcomes:
+            outcomes[test] = current
+    # Passed only with a passed call phase: setup alone (the call never reported) is not a run.
+    for test in list(outcomes):
+        if outcomes[test] == "passed" and (test, "call") not in phases:
+            outcomes[test] = "skipped"
+    return outcomes, problems
+
+
+def untrustworthy(outcomes, problems, code, spec):
+    """Why the run's accounts disagree (its verdict cannot be read), or None."""
+    if problems:
+        return f"the report cannot be trusted: {problems[0]}"
+    for must_fail in spec["must_fail"]:
+        if outcomes.get(must_fail) != "failed":
+            return (f"the report cannot be trusted: heldout's must-fail check "
+                    f"{outcomes.get(must_fail, 'is missing')!s:.20}")
+    for must_pass in spec["must_pass"]:
+        if outcomes.get(must_pass) != "passed":
+            return (f"the report cannot be trusted: heldout's must-pass check "
+                    f"{outcomes.get(must_pass, 'is missing')!s:.20}")
+    if code != 1:
+        return (f"pytest's exit status {code} disagrees with its report (a run with a failed "
+                "test ends with 1)")
+    return None
+
+
+def judge_repository(run_tests, spec_json):
+    """Run the tests through the candidate (`run_tests`, the judge's proxy) and end with the
+    verdict: a return is a pass. With `reveal` (validation), every expected test's outcome is
+    the reason, as JSON."""
+    import json
+
+    spec = json.loads(spec_json)
+    dropped = spec["dropped_note"]
+    try:
+        answer = run_tests()
+    except Exception as error:  # noqa: BLE001 - the candidate's runner raised
+        run_tests.fail(f"the test run could not start: {type(error).__name__}{dropped}")
+    shaped = (type(answer) is tuple and len(answer) == 3 and type(answer[0]) is str
+              and (answer[1] is None or type(answer[1]) is int) and type(answer[2]) is str)
+    if not shaped:
+        run_tests.fail("the candidate's answer is not a test run" + dropped)
+    ended, code, report = answer
+    if ended == "timeout":
+        run_tests.fail("the tests did not end in time" + dropped, "timeout")
+    if ended != "exited":
+        run_tests.fail(f"the test run did not start: {ended[:200]}{dropped}")
+    outcomes, problems = test_outcomes(report)
+    distrust = untrustworthy(outcomes, problems, code, spec)
+    expected = spec["fail_to_pass"] + spec["pass_to_pass"]
+    if spec["reveal"]:
+        run_tests.fail(json.dumps({"distrust": distrust, "exit_status": code,
+                                   "outcomes": {test: outcomes.get(test, "missing")
+                                                for test in expected}})[:spec["reason_chars"]])
+    if distrust:
+        run_tests.fail(distrust + dropped)
+    not_passed = [(test, outcomes.get(test, "missing")) for test in expected
+                  if outcomes.get(test) != "passed"]
+    if not_passed:
+        listed = ", ".join(f"{test} ({outcome})" for test, outcome in not_passed[:3])
+        more = f" and {len(not_passed) - 3} more" if len(not_passed) > 3 else ""
+        run_tests.fail(f"{len(not_passed)} of {len(expected)} tests did not pass: "
+                       f"{listed}{more}"[:spec["reason_chars"]] + dropped)
+    if dropped:
+        run_tests.succeed("the tests passed" + dropped)
+
+
+JUDGE_HELPERS = "from __future__ import annotations\n\n" + "\n\n".join(
+    inspect.getsource(helper) for helper in (test_outcomes, untrustworthy, judge_repository))
+
+
+def dropped_note(dropped: list[Dropped]) -> str:
+    """What the reason adds about the changes the judge did not apply."""
+    if not dropped:
+        return ""
+    listed = "; ".join(f"{item.path} ({item.why})" for item in dropped[:3])
+    more = f"; and {len(dropped) - 3} more" if len(dropped) > 3 else ""
+    return f"; {len(dropped)} change(s) not applied: {listed}{more}"[:600]
+
+
+# --- the candidate's side: writes the tree and runs pytest on it ---------------------------
+
+
+def _run_repository_tests(tree, argv, plugin, report_limit):
+    """In the candidate's process: write `tree` under ./repo, the report plugin under ./tools,
+    run `argv` in ./repo and answer ("exited" | "timeout" | why it did not start, pytest's
+    exit status, the report's text). Only the judge decides what the report is worth."""
+    import os
+    import subprocess
+
+    here = os.getcwd()
+    repo, tools = os.path.join(here, "repo"), os.path.join(here, "tools")
+    for path, text in tree.items():
+        target = os.path.join(repo, path)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(target, "w", encoding="utf-8", newline="") as file:
+            file.write(text)
+    os.makedirs(tools, exist_ok=True)
+    with open(os.path.join(tools, "heldout_report.py"), "w", encoding="utf-8") as file:
+        file.write(plugin)
+    report = os.path.join(here, "report.jsonl")
+    open(report, "w").close()
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "HOME": here,
+           "TMPDIR": here, "PYTHONPATH": os.pathsep.join((tools, repo)),
+           "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0",
+           "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "HELDOUT_REPORT": report}
+    try:
+        code = subprocess.run(argv, cwd=repo, env=env, stdin=subprocess.DEVNULL).returncode
+    except OSError as error:
+        return (f"{type(error).__name__}: {error}", None, "")
+    with open(report, encoding="utf-8", errors="replace") as file:
+        return ("exited", code, file.read(report_limit))
+
+
+CANDIDATE_RUNNER = inspect.getsource(_run_repository_tests)
+CANDIDATE_TAIL = """
+_TREE = {tree!r}
+_ARGV = {argv!r}
+_PLUGIN = {plugin!r}
+
+
+def {name}():
+    return _run_repository_tests(_TREE, _ARGV, _PLUGIN, {limit})
+"""
