@@ -14,7 +14,9 @@ RUN_DIR=${HELDOUT_ENGINE_RUN:-/run/heldout}            # socket and PID file of 
 IMAGE=${HELDOUT_SANDBOX_IMAGE:-heldout-python:3.11}
 SUITE=bookworm                                          # its python3 is 3.11, like the project's
 MIRROR=${HELDOUT_DEBIAN_MIRROR:-http://deb.debian.org/debian}
-ROOTFS=$CACHE_DIR/rootfs-$SUITE
+# Bumped whenever the image's packages change: a new root filesystem, and the image re-imported.
+RECIPE=2
+ROOTFS=$CACHE_DIR/rootfs-$SUITE-r$RECIPE
 SOCKET=$RUN_DIR/podman.sock
 PID_FILE=$RUN_DIR/podman.pid
 LOG_FILE=$RUN_DIR/podman.log
@@ -78,20 +80,25 @@ write_settings() {
 }
 
 # python3, not python3-minimal: HumanEval solutions import typing, math, hashlib, collections...
+# python3-pytest: the repository kind's tests run with Debian's pytest, as on the host.
 build_rootfs() {
     [[ -x $ROOTFS/usr/bin/python3 ]] && return
     say "building $ROOTFS with debootstrap (a few minutes, once)"
     rm -rf "$ROOTFS.partial"
     mkdir -p "$CACHE_DIR"
-    quietly debootstrap --variant=minbase --include=python3 "$SUITE" "$ROOTFS.partial" "$MIRROR"
+    quietly debootstrap --variant=minbase --include=python3,python3-pytest "$SUITE" "$ROOTFS.partial" "$MIRROR"
     rm -rf "$ROOTFS.partial"/var/cache/apt/archives/*.deb "$ROOTFS.partial"/var/lib/apt/lists/*
     mv "$ROOTFS.partial" "$ROOTFS"
 }
 
 import_image() {
-    podman image exists "$IMAGE" && return
-    say "importing $ROOTFS as $IMAGE"
-    quietly podman import --change 'CMD ["python3"]' - "$IMAGE" < <(tar -C "$ROOTFS" -c .)
+    if podman image exists "$IMAGE"; then
+        [[ $(podman image inspect --format '{{index .Labels "heldout.recipe"}}' "$IMAGE") == "$RECIPE" ]] \
+            && return
+    fi
+    say "importing $ROOTFS as $IMAGE (recipe $RECIPE)"
+    quietly podman import --change 'CMD ["python3"]' --change "LABEL heldout.recipe=$RECIPE" \
+        - "$IMAGE" < <(tar -C "$ROOTFS" -c .)
 }
 
 start_service() {

@@ -199,8 +199,11 @@ def _run_repository_tests(tree, argv, plugin, report_limit):
         code = subprocess.run(argv, cwd=repo, env=env, stdin=subprocess.DEVNULL).returncode
     except OSError as error:
         return (f"{type(error).__name__}: {error}", None, "")
-    with open(report, encoding="utf-8", errors="replace") as file:
-        return ("exited", code, file.read(report_limit))
+    try:
+        with open(report, encoding="utf-8", errors="replace") as file:
+            return ("exited", code, file.read(report_limit))
+    except OSError:  # the run removed it: a report of nothing
+        return ("exited", code, "")
 
 
 CANDIDATE_RUNNER = inspect.getsource(_run_repository_tests)
