@@ -34,6 +34,7 @@ class BlindAgent:
 BLIND_ANSWERS: dict[str, Callable[[Task], str]] = {
     "python-function": lambda task: f"{body_indent(task)}pass\n",
     "python-program": lambda task: "import sys\n\nsys.stdin.read()\n",
+    "repository": lambda task: "",  # an empty diff: the repository as it was
 }
 
 

@@ -3,9 +3,9 @@
 An environment holds the episode's state (for `python-function`: the programs the agent wrote),
 offers the tools the harness lists and answers each call with what a developer would see. It
 never scores: the hidden tests judge only what the loop (heldout.episodes.loop) hands the judge
-when the episode has ended. A task kind that needs more tools (`read_file`, `edit`, `run` for
-repository tasks) brings an environment of its own with them; the loop and the agents do not
-change. `python-program` offers the same two tools on whole programs, and a public run there
+when the episode has ended. A task kind that needs more tools brings an environment of its own
+with them (`repository`: heldout.episodes.repository_environment, with `read_file`, `edit`,
+`run`...); the loop and the agents do not change. `python-program` offers the same two tools on whole programs, and a public run there
 lists each failed case (input, expected output, the program's output).
 """
 
@@ -197,10 +197,18 @@ def describe_failed_cases(failed: dict[str, Any], status: str) -> str:
     return "\n".join(lines)
 
 
+def repository_environment(*arguments: Any) -> Environment:
+    # Its module builds on this one's ToolResult: imported when a repository task needs it.
+    from heldout.episodes.repository_environment import RepositoryEnvironment
+
+    return RepositoryEnvironment(*arguments)
+
+
 EnvironmentFactory = Callable[[Task, Sandbox, ExecLimits, str, tuple[str, ...]], Environment]
 ENVIRONMENTS: dict[str, EnvironmentFactory] = {
     "python-function": PythonFunctionEnvironment,
     "python-program": PythonProgramEnvironment,
+    "repository": repository_environment,
 }
 
 

@@ -29,6 +29,7 @@ from heldout.episodes.rows import invalid_row, row_problems, stored_steps, valid
 from heldout.episodes.seeds import episode_seed
 from heldout.episodes.waits import Steps, Wait, wait_here
 from heldout.sandbox.protocol import ExecResult, Sandbox
+from heldout.tasks.kinds import task_kind
 from heldout.tasks.record import Task
 
 
@@ -109,7 +110,7 @@ def _attempt_episode(agent: Agent, sandbox: Sandbox, harness: Harness, episode: 
         return row
     # The hidden tests judge the program; the public ones, run beside them, only feed the
     # public-versus-hidden alarm.
-    with_public = [task] + ([task.model_copy(update={"tests": task.public_tests})]
+    with_public = [task] + ([task_kind(task.kind).public_task(task)]
                             if task.public_tests else [])
     results = yield Wait("sandbox", partial(
         score_many, [(judged, program) for judged in with_public], sandbox,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from heldout.plugins import Plugin, Registry
 from heldout.sandbox.protocol import Program
@@ -32,6 +33,10 @@ class TaskKind:
     # Whether a completion continues the prompt's code (a function's body after its signature)
     # rather than being a program of its own: what code-aware agents and tools build upon.
     completes_prompt: bool = True
+    # The task whose hidden tests are the public ones: what the public-versus-hidden alarm
+    # judges. Most kinds keep their public tests in the `tests` format.
+    public_task: Callable[[Any], Any] = lambda task: task.model_copy(
+        update={"tests": task.public_tests})
 
 
 def task_kind(name: str) -> TaskKind:

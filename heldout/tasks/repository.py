@@ -243,5 +243,12 @@ def judged_tree(task: RepositoryTask, completion: str, spec: dict[str, Any]
     return apply_patch(changed, parse_patch(task.tests)), None
 
 
+def public_task(task: RepositoryTask) -> RepositoryTask:
+    """The task whose tests are its public ones: the repository's own tests the agent may run,
+    with no hidden test patch."""
+    return task.model_copy(update={"tests": "", "fail_to_pass": task.public_nodes,
+                                   "pass_to_pass": []})
+
+
 KIND = TaskKind(scorer_version=SCORER_VERSION, build_program=build_program,
-                completes_prompt=False)
+                completes_prompt=False, public_task=public_task)
