@@ -189,12 +189,19 @@ def deploy(
 @tasks_app.command("validate")
 def tasks_validate(
     source: Annotated[str, typer.Argument(help="A JSONL task file, or 'humaneval'.")],
+    sandbox: Annotated[str, typer.Option(
+        help="Where repository tasks' base and reference are judged.")] = "subprocess",
+    run: Annotated[bool, typer.Option(
+        help="Judge repository tasks' base and reference (--no-run: the schema only).")] = True,
 ) -> None:
-    """Check every line of a task file; print one OK line, or every problem with its line."""
+    """Check every line of a task file; print one OK line, or every problem with its line.
+    Repository tasks are also judged at their base and with their reference."""
     from heldout.tasks.record import tasks_digest
     from heldout.tasks.sources import load_tasks
 
     tasks = load_tasks(source if source == "humaneval" else Path(source))
+    if run:
+        tasks_cli.check_repositories(tasks, sandbox)
     groups = len({t.group for t in tasks})
     stdout.print(
         f"OK: {len(tasks)} tasks in {groups} groups in {source} "

@@ -1,15 +1,19 @@
 """`heldout tasks seal`: a private task file sealed for the team's test key, so that the test
-split cannot be rebuilt from the source without the key (heldout.custody.task_source)."""
+split cannot be rebuilt from the source without the key (heldout.custody.task_source); and the
+sandbox half of `heldout tasks validate` for repository tasks."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 
 from heldout.errors import HeldoutError
+
+if TYPE_CHECKING:
+    from heldout.tasks.record import Task
 
 stdout = Console()
 _SAY = {"highlight": False, "soft_wrap": True, "markup": False}
@@ -84,3 +88,26 @@ def _sealing_key(given: str) -> tuple[bytes, str]:
 
 def _hex(text: str) -> bool:
     return len(text) == 64 and all(c in "0123456789abcdef" for c in text)
+
+
+def check_repositories(tasks: list[Task], backend: str) -> None:
+    """Judge each repository task at its base and with its reference; raise HeldoutError
+    listing every unsound one (heldout.tasks.repository_checks)."""
+    repositories = [task for task in tasks if task.kind == "repository"]
+    if not repositories:
+        return
+    from heldout.episodes.harness import Harness
+    from heldout.sandbox.config import make_sandbox
+    from heldout.tasks.repository_checks import check_repository_tasks
+
+    harness = Harness()
+    stdout.print(f"judging {len(repositories)} repository tasks at their base and with their "
+                 f"reference ({backend} sandbox)...", **_SAY)
+    with make_sandbox(backend) as sandbox:
+        found = check_repository_tasks(repositories, sandbox, harness.timeout_s * 3,
+                                       harness.sandbox.memory_mb)
+    if found:
+        lines = [f"{task_id}: {problem}" for task_id, problems in found.items()
+                 for problem in problems]
+        raise HeldoutError(f"{len(found)} of {len(repositories)} repository tasks are not "
+                           "sound:\n  " + "\n  ".join(lines))

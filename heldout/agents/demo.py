@@ -29,6 +29,7 @@ from typing import Literal
 from pydantic import Field
 
 from heldout.agents.mutation import mutants
+from heldout.agents.patch_mutation import patch_mutants
 from heldout.agents.protocol import AgentSettings, Completion
 from heldout.errors import AgentError
 from heldout.tasks.kinds import task_kind
@@ -66,6 +67,21 @@ def _mutants_by_operator(prompt: str, reference: str) -> tuple[tuple[str, ...], 
     return tuple(tuple(group) for group in groups.values())
 
 
+_PATCH_MUTANTS: dict[str, tuple[tuple[str, ...], ...]] = {}
+
+
+def _mutants_of(task: Task) -> tuple[tuple[str, ...], ...]:
+    """The reference's mutants, grouped by operator: a repository task's are diffs (its
+    reference patch mutated where it writes), a whole program is mutated alone, a function
+    body in the context of its signature."""
+    if task.kind == "repository":
+        if task.content_hash not in _PATCH_MUTANTS:
+            _PATCH_MUTANTS[task.content_hash] = patch_mutants(task.files, task.reference)
+        return _PATCH_MUTANTS[task.content_hash]
+    context = task.prompt if task_kind(task.kind).completes_prompt else ""
+    return _mutants_by_operator(context, task.reference)
+
+
 class DemoAgent:
     def __init__(self, settings: DemoSettings):
         self.settings = settings
@@ -82,9 +98,7 @@ class DemoAgent:
             raise AgentError(f"task {task.id}: the demo agent needs a reference solution")
         rng = random.Random(seed)
         draw = rng.random()
-        # A whole program is mutated alone; a function body, in the context of its signature.
-        context = task.prompt if task_kind(task.kind).completes_prompt else ""
-        by_operator = _mutants_by_operator(context, task.reference)
+        by_operator = _mutants_of(task)
         if draw < self.probability_of_reference(task, gain) or not by_operator:
             return task.reference
         # Operator first, then a mutant of it: constant shifts are the most numerous mutants

@@ -30,6 +30,7 @@ from heldout.agents.protocol import (
     EpisodeBrief,
     Observation,
 )
+from heldout.agents.repository_policies import RepositorySession
 from heldout.tasks.kinds import task_kind
 from heldout.tasks.python_program import parse_cases
 from heldout.tasks.record import Task
@@ -47,10 +48,13 @@ class MultiTurnDemo:
     def __init__(self, agent: DemoAgent):
         self.agent = agent
 
-    def begin(self, task: Task, sample: int, seed: int, brief: EpisodeBrief) -> DemoSession:
+    def begin(self, task: Task, sample: int, seed: int, brief: EpisodeBrief
+              ) -> DemoSession | RepositorySession:
         tools = {tool.name for tool in brief.tools}
-        return DemoSession(self.agent, task, "run_public_tests" in tools and
-                           bool(task.public_tests))
+        can_test = "run_public_tests" in tools and bool(task.public_tests)
+        if task.kind == "repository":
+            return RepositorySession(self.agent, task, can_test, self.agent.settings.policy)
+        return DemoSession(self.agent, task, can_test)
 
 
 class DemoSession:

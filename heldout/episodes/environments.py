@@ -5,8 +5,9 @@ offers the tools the harness lists and answers each call with what a developer w
 never scores: the hidden tests judge only what the loop (heldout.episodes.loop) hands the judge
 when the episode has ended. A task kind that needs more tools brings an environment of its own
 with them (`repository`: heldout.episodes.repository_environment, with `read_file`, `edit`,
-`run`...); the loop and the agents do not change. `python-program` offers the same two tools on whole programs, and a public run there
-lists each failed case (input, expected output, the program's output).
+`run`...); the loop and the agents do not change. `python-program` offers the same two tools
+on whole programs, and a public run there lists each failed case (input, expected output, the
+program's output).
 """
 
 from __future__ import annotations

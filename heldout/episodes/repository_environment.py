@@ -60,7 +60,7 @@ REPOSITORY_TOOL_SPECS = {
     "submit": ToolSpec("submit", "Submit the repository as it is now (its diff from the "
                        "start), or the unified diff given as `code`; ends the episode.",
                        {"type": "object", "additionalProperties": False, "properties": {
-                           "code": {"type": "string", "description": "a unified diff (optional)"}}}),
+                           "code": {"type": "string", "description": "a unified diff"}}}),
 }
 FILE_TOOLS = ("list_files", "read_file", "write_file", "edit", "run")
 
@@ -125,8 +125,8 @@ class RepositoryEnvironment:
             return ToolResult(f"Cannot write {path!r}: {unsafe}.", {"error": unsafe})
         created = path not in self.tree
         self.tree[path] = content
-        return ToolResult(f"{'Created' if created else 'Wrote'} {path} ({len(content)} characters).",
-                       {"written": path})
+        return ToolResult(f"{'Created' if created else 'Wrote'} {path} "
+                          f"({len(content)} characters).", {"written": path})
 
     def _edit(self, path: str, old: str, new: str) -> ToolResult:
         if path not in self.tree:

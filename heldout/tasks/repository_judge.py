@@ -28,7 +28,7 @@ RUN_TESTS = "run_tests"  # the candidate's function the judge calls
 REASON_CHARS = 3000
 REPORT_LIMIT = 8 * 1024 * 1024  # bytes of report the candidate sends at most
 
-REPORT_PLUGIN = '''"""heldout's report: a JSON line per test phase, to the file HELDOUT_REPORT names."""
+REPORT_PLUGIN = '''"""heldout's report: a line per test phase, to the file HELDOUT_REPORT names."""
 import json
 import os
 
