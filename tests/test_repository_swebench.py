@@ -1,0 +1,111 @@
+"""SWE-bench's own formats: instances imported as repository tasks from a real git clone whose
+history holds the fix, and predictions files scored and compared."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from flows.cli import app
+from heldout.tasks.sources import load_tasks
+from heldout.tasks.swebench import as_sample, node_list
+from tests.repository_fixtures import BASE, FIXED_OPS, calc_task, require_test_python
+
+TASK = calc_task()
+GIT = ["git", "-c", "user.name=heldout", "-c", "user.email=heldout@localhost"]
+
+
+@pytest.fixture
+def clone(tmp_path: Path) -> tuple[Path, str]:
+    """A clone at repos/heldout__calc: the base commit, then the fix, a tag and a branch."""
+    folder = tmp_path / "repos" / "heldout__calc"
+    for path, text in BASE.items():
+        (folder / path).parent.mkdir(parents=True, exist_ok=True)
+        (folder / path).write_text(text)
+
+    def git(*arguments: str) -> str:
+        return subprocess.run([*GIT, *arguments], cwd=folder, check=True, capture_output=True,
+                              text=True).stdout.strip()
+
+    git("init", "-q", "-b", "main")
+    git("add", "-A")
+    git("commit", "-qm", "base")
+    base = git("rev-parse", "HEAD")
+    (folder / "calc/ops.py").write_text(FIXED_OPS)
+    git("commit", "-qam", "fix clamp above the high bound")
+    git("tag", "v1.0.1")
+    git("branch", "fix-backup")
+    return folder.parent, base
+
+
+def instance(base: str, **fields: object) -> dict:
+    return {"instance_id": "heldout__calc-1", "repo": "heldout/calc", "base_commit": base,
+            "patch": TASK.reference, "test_patch": TASK.tests, "problem_statement": TASK.prompt,
+            "FAIL_TO_PASS": json.dumps(TASK.fail_to_pass), "PASS_TO_PASS": TASK.pass_to_pass,
+            "version": "1.0", **fields}
+
+
+def write_lines(path: Path, records: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(record) + "\n" for record in records))
+    return path
+
+
+def test_instances_import_as_tasks_with_nothing_of_the_future(tmp_path, clone):
+    repos, base = clone
+    instances = write_lines(tmp_path / "instances.jsonl", [
+        instance(base), instance(base, instance_id="unittest-style",
+                                 FAIL_TO_PASS='["test_clamp (calc.tests.Clamp)"]'),
+        instance(base, instance_id="no-clone", repo="someone/else")])
+    out = tmp_path / "tasks" / "swe.jsonl"
+    result = CliRunner().invoke(app, ["tasks", "import-swebench", str(instances), "--repos",
+                                      str(repos), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "instances.jsonl:2: FAIL_TO_PASS: 'test_clamp (calc.tests.Clamp)' is not a pytest " \
+           "node id" in result.output
+    assert "instances.jsonl:3: repo: no git clone of someone/else" in result.output
+    assert "wrote 1 repository tasks from 3 instances" in result.output
+    [task] = load_tasks(out)
+    assert (task.id, task.group, task.kind) == ("heldout__calc-1", "heldout/calc", "repository")
+    assert task.files == BASE  # the base commit's tree: not the fix, no .git, no tag, no branch
+    assert task.fail_to_pass == TASK.fail_to_pass and task.metadata["source"] == "swe-bench"
+
+
+def test_json_encoded_lists_and_predictions_read_as_samples():
+    assert node_list('["a.py::t"]', "FAIL_TO_PASS") == ["a.py::t"]
+    with pytest.raises(ValueError, match="not a JSON list"):
+        node_list("a.py::t", "FAIL_TO_PASS")
+    assert as_sample({"instance_id": "i", "model_patch": None, "model_name_or_path": "m"}) == {
+        "task_id": "i", "completion": ""}
+    assert as_sample({"task_id": "t", "completion": "c"}) == {"task_id": "t", "completion": "c"}
+
+
+def test_predictions_are_scored_and_compared(tmp_path, clone, monkeypatch):
+    require_test_python("subprocess")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    repos, base = clone
+    tasks = tmp_path / "swe.jsonl"
+    runner = CliRunner()
+    imported = runner.invoke(app, ["tasks", "import-swebench", str(write_lines(
+        tmp_path / "instances.jsonl", [instance(base)])), "--repos", str(repos), "--out",
+        str(tasks)])
+    assert imported.exit_code == 0, imported.output
+    fixed = write_lines(tmp_path / "fixed.jsonl", [
+        {"instance_id": "heldout__calc-1", "model_patch": TASK.reference,
+         "model_name_or_path": "fixer"}])
+    empty = write_lines(tmp_path / "empty.jsonl", [
+        {"instance_id": "heldout__calc-1", "model_patch": None, "model_name_or_path": "noop"}])
+    for predictions, passed in ((fixed, True), (empty, False)):
+        scored = runner.invoke(app, ["score", str(predictions), "--tasks", str(tasks)])
+        assert scored.exit_code == 0, scored.output
+        rows = pd.read_parquet(predictions.with_suffix(".parquet"))
+        assert rows["passed"].tolist() == [passed]
+    compared = runner.invoke(app, ["compare", str(fixed), str(empty), "--tasks", str(tasks),
+                                   "--out", str(tmp_path / "compared")])
+    assert compared.exit_code == 0, compared.output
+    report = json.loads((tmp_path / "compared" / "report.json").read_text())
+    assert "not decidable" in json.dumps(report)  # one task: far too few, and it says so
