@@ -8,20 +8,10 @@ hidden tests kill or not, as a mutation-testing run would predict.
 
 from __future__ import annotations
 
-import difflib
-
 from heldout.agents.mutation import mutants
-from heldout.tasks.patches import PatchError, apply_patch, diff_trees, parse_patch
+from heldout.tasks.patches import PatchError, apply_patch, diff_trees, parse_patch, written_lines
 
 LIMIT = 400  # mutants looked at per changed file, before those outside the patch are dropped
-
-
-def _written_lines(before: str, after: str) -> set[int]:
-    """The line numbers (from 1) of `after` that the change from `before` wrote."""
-    matcher = difflib.SequenceMatcher(None, before.splitlines(), after.splitlines(),
-                                      autojunk=False)
-    return {line + 1 for tag, _, _, start, end in matcher.get_opcodes() if tag != "equal"
-            for line in range(start, end)}
 
 
 def _first_changed_line(a: str, b: str) -> int:
@@ -41,7 +31,7 @@ def patch_mutants(files: dict[str, str], reference: str) -> tuple[tuple[str, ...
     for path in sorted(fixed):
         if not path.endswith(".py") or fixed[path] == files.get(path):
             continue
-        written = _written_lines(files.get(path, ""), fixed[path])
+        written = written_lines(files.get(path, ""), fixed[path])
         lines = fixed[path].splitlines(keepends=True)
         start = min(written) - 1
         prefix = "".join(lines[:start])

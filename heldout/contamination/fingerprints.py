@@ -26,6 +26,7 @@ from heldout.contamination.text import (
     window_hashes,
     word_hashes,
 )
+from heldout.tasks.kinds import task_kind
 from heldout.tasks.record import Task
 
 FINGERPRINTED_FIELDS = ("prompt", "reference", "tests")
@@ -36,8 +37,9 @@ PROGRAM = "program"
 
 
 def program_text(task: Task) -> str:
-    """The whole task as a training copy would hold it: the prompt, then the solution."""
-    return task.prompt + (task.reference or "")
+    """The whole task as a training copy would hold it: the prompt, then the solution (for a
+    repository task, the functions its reference patch writes: heldout.tasks.kinds)."""
+    return task_kind(task.kind).program_text(task)
 
 
 def text_fingerprint(text: str, n: int | None, with_minhash: bool) -> dict[str, Any]:

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from heldout.canonical import jsonl_bytes
 from heldout.custody.guard import SEALED_SUFFIX, dealing
 from heldout.custody.keys import TestKey, TestKeyError
 from heldout.custody.seal import MAGIC, SealBrokenError, WrongKeyError, seal, unseal
 from heldout.errors import InputFileError, Problem
-from heldout.canonical import jsonl_bytes
 from heldout.tasks.record import Task
 from heldout.tasks.sources import HUMANEVAL, load_jsonl_bytes
 

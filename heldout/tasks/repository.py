@@ -14,9 +14,11 @@ hidden tests from the task, adds the sentinels, and sends the tree to a fresh ju
 
 from __future__ import annotations
 
+import ast
 import json
 import secrets
 import shlex
+import textwrap
 from pathlib import Path
 from typing import Any, Literal
 
@@ -26,7 +28,7 @@ from heldout.sandbox.protocol import Program
 from heldout.tasks import repository_judge as judge
 from heldout.tasks.diff_filter import filter_patch, unsafe_path
 from heldout.tasks.kinds import TaskKind
-from heldout.tasks.patches import PatchError, apply_patch, parse_patch
+from heldout.tasks.patches import PatchError, apply_patch, parse_patch, written_lines
 from heldout.tasks.record import Task, TaskName
 from heldout.tasks.snapshots import SnapshotError, read_snapshot
 
@@ -243,6 +245,30 @@ def judged_tree(task: RepositoryTask, completion: str, spec: dict[str, Any]
     return apply_patch(changed, parse_patch(task.tests)), None
 
 
+def patched_code(task: RepositoryTask) -> str:
+    """The functions and classes the reference patch writes, whole, as it leaves them: what a
+    training copy of the fix holds, whatever it renamed."""
+    if task.reference is None:
+        return ""
+    try:
+        fixed = apply_patch(task.files, parse_patch(task.reference))
+    except PatchError:
+        return ""
+    parts = []
+    for path in sorted(fixed):
+        if not path.endswith(".py") or fixed[path] == task.files.get(path):
+            continue
+        written = written_lines(task.files.get(path, ""), fixed[path])
+        try:
+            tree = ast.parse(fixed[path])
+        except SyntaxError:
+            continue
+        parts += [ast.get_source_segment(fixed[path], node) or "" for node in ast.walk(tree)
+                  if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+                  and written & set(range(node.lineno, (node.end_lineno or node.lineno) + 1))]
+    return "\n\n".join(textwrap.dedent(part) for part in parts if part)
+
+
 def public_task(task: RepositoryTask) -> RepositoryTask:
     """The task whose tests are its public ones: the repository's own tests the agent may run,
     with no hidden test patch."""
@@ -251,4 +277,4 @@ def public_task(task: RepositoryTask) -> RepositoryTask:
 
 
 KIND = TaskKind(scorer_version=SCORER_VERSION, build_program=build_program,
-                completes_prompt=False, public_task=public_task)
+                completes_prompt=False, public_task=public_task, program_text=patched_code)

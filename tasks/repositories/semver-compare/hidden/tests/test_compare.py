@@ -1,3 +1,5 @@
+import pytest
+
 from semver_lite import compare, sort_versions
 
 
@@ -23,9 +25,6 @@ def test_build_metadata_ignored():
 def test_sort_versions():
     versions = ["1.0.0", "0.9.1", "1.0.0-beta", "1.0.0-alpha", "0.10.0"]
     assert sort_versions(versions) == ["0.9.1", "0.10.0", "1.0.0-alpha", "1.0.0-beta", "1.0.0"]
-
-
-import pytest  # noqa: E402
 
 
 @pytest.mark.parametrize(
