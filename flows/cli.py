@@ -17,7 +17,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from flows import ERROR_FILE_ENV, PIPELINE_RUN_ENV, samples_cli, tasks_cli, usage
+from flows import ERROR_FILE_ENV, PIPELINE_RUN_ENV, params_cli, samples_cli, tasks_cli, usage
 from flows.custody_cli import audit, key, ledger_app
 from flows.plan_cli import plan
 from flows.probe_cli import probe
@@ -36,6 +36,9 @@ tasks_app = typer.Typer(help="Inspect, validate and seal task files.", no_args_i
 app.add_typer(tasks_app, name="tasks")
 tasks_app.command("seal")(tasks_cli.seal)
 tasks_app.command("import-swebench")(tasks_cli.import_swebench)
+params_app = typer.Typer(help="Change params.yaml.", no_args_is_help=True)
+app.add_typer(params_app, name="params")
+params_app.command("use")(params_cli.use)
 app.add_typer(ledger_app, name="ledger")
 app.command()(key)
 app.command()(probe)
