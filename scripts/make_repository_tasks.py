@@ -30,7 +30,8 @@ from heldout.canonical import canonical_json
 from heldout.sandbox.config import SandboxConfig, make_sandbox
 from heldout.tasks.patches import diff_trees
 from heldout.tasks.repository import TEST_PYTHON, RepositoryTask
-from heldout.tasks.repository_checks import check_repository_tasks, revealed
+from heldout.tasks.repository_checks import check_repository_tasks
+from heldout.tasks.repository_judge import revealed
 from heldout.tasks.snapshots import read_snapshot
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -88,7 +89,8 @@ def build(sandbox) -> list[dict[str, Any]]:
         base, fixed = sandbox.run_many([build_program(task, "", reveal=True),
                                         build_program(task, task.reference, reveal=True)],
                                        timeout_s=TIMEOUT_S, memory_mb=MEMORY_MB)
-        at_base, with_fix = revealed(base), revealed(fixed)
+        at_base = revealed(base, task.expected_tests)
+        with_fix = revealed(fixed, task.expected_tests)
         if at_base is None or with_fix is None or at_base["distrust"] or with_fix["distrust"]:
             raise SystemExit(f"{task.id}: the judge could not run its tests: "
                              f"{base.stderr_tail[-500:]} {fixed.stderr_tail[-500:]}")

@@ -26,6 +26,7 @@ from heldout.sandbox.protocol import Program, Sandbox
 from heldout.tasks.diff_filter import unsafe_path
 from heldout.tasks.patches import diff_trees
 from heldout.tasks.repository import RepositoryTask, build_program, public_task
+from heldout.tasks.repository_judge import revealed
 
 READ_CHARS = 20_000  # of a file read_file returns
 LISTED_FILES = 500
@@ -161,12 +162,12 @@ class RepositoryEnvironment:
         result = self.sandbox.run(build_program(public, self.diff(), reveal=True),
                                   timeout_s=self.limits.timeout_s,
                                   memory_mb=self.limits.memory_mb)
-        reason = result.stderr_tail.strip().rpartition("\n")[2].removeprefix("[heldout judge] ")
-        try:
-            outcomes = json.loads(reason)["outcomes"]
-        except (ValueError, KeyError, TypeError):
+        account = revealed(result, public.fail_to_pass)
+        if account is None:
+            reason = result.stderr_tail.strip().rpartition("\n")[2]
             return ToolResult(f"The public tests did not run: {reason[:500]}",
-                           {"passed": False, "status": result.status})
+                              {"passed": False, "status": result.status})
+        outcomes = account["outcomes"]
         failed = {test: outcome for test, outcome in outcomes.items() if outcome != "passed"}
         lines = [f"{len(outcomes) - len(failed)} of {len(outcomes)} public tests passed."]
         lines += [f"  {test}: {outcome}" for test, outcome in failed.items()]

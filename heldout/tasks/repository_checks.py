@@ -8,21 +8,11 @@ fails at the base (else the blind canary would pass it) and passes with the refe
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 from heldout.sandbox.protocol import ExecResult, Sandbox
 from heldout.tasks.repository import RepositoryTask, build_program
-
-
-def revealed(result: ExecResult) -> dict | None:
-    """The judge's account of a revealing run (every expected test's outcome), or None."""
-    reason = result.stderr_tail.strip().rpartition("\n")[2].removeprefix("[heldout judge] ")
-    try:
-        account = json.loads(reason)
-    except ValueError:
-        return None
-    return account if isinstance(account, dict) and "outcomes" in account else None
+from heldout.tasks.repository_judge import revealed
 
 
 def task_problems(task: RepositoryTask, base: ExecResult, reference: ExecResult | None
@@ -32,7 +22,7 @@ def task_problems(task: RepositoryTask, base: ExecResult, reference: ExecResult 
     for name, result in (("the base", base), ("the reference", reference)):
         if result is None:
             continue
-        account = revealed(result)
+        account = revealed(result, task.expected_tests)
         if account is None:
             reason = result.stderr_tail.strip().rpartition("\n")[2]
             return [f"{name} could not be judged ({result.status}): {reason[:300]}"]

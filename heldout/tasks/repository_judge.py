@@ -19,7 +19,10 @@ is a failure with its reason, never a pass.
 from __future__ import annotations
 
 import inspect
+import json
+from typing import Any
 
+from heldout.sandbox.protocol import ExecResult
 from heldout.tasks.diff_filter import Dropped
 
 REPORT_MODULE = "heldout_report"
@@ -140,9 +143,11 @@ def judge_repository(run_tests, spec_json):
     distrust = untrustworthy(outcomes, problems, code, spec)
     expected = spec["fail_to_pass"] + spec["pass_to_pass"]
     if spec["reveal"]:
+        # A letter per expected test, in their order: thousands of tests fit in the reason.
+        letters = "".join({"passed": "p", "failed": "f", "skipped": "s", "xfailed": "x"}.get(
+            outcomes.get(test), "m") for test in expected)
         run_tests.fail(json.dumps({"distrust": distrust, "exit_status": code,
-                                   "outcomes": {test: outcomes.get(test, "missing")
-                                                for test in expected}})[:spec["reason_chars"]])
+                                   "outcomes": letters[:spec["reason_chars"]]}))
     if distrust:
         run_tests.fail(distrust + dropped)
     not_passed = [(test, outcomes.get(test, "missing")) for test in expected
@@ -158,6 +163,25 @@ def judge_repository(run_tests, spec_json):
 
 JUDGE_HELPERS = "from __future__ import annotations\n\n" + "\n\n".join(
     inspect.getsource(helper) for helper in (test_outcomes, untrustworthy, judge_repository))
+
+
+OUTCOMES = {"p": "passed", "f": "failed", "s": "skipped", "x": "xfailed", "m": "missing"}
+
+
+def revealed(result: ExecResult, expected: list[str]) -> dict[str, Any] | None:
+    """The judge's account of a revealing run: {"distrust": why or None, "outcomes": {test:
+    outcome}} for the `expected` tests, or None when the run gave no account."""
+    reason = result.stderr_tail.strip().rpartition("\n")[2].removeprefix("[heldout judge] ")
+    try:
+        account = json.loads(reason)
+        letters = account["outcomes"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(letters, str) or len(letters) != len(expected):
+        return None
+    return {"distrust": account.get("distrust"),
+            "outcomes": {test: OUTCOMES.get(letter, "missing")
+                         for test, letter in zip(expected, letters, strict=True)}}
 
 
 def dropped_note(dropped: list[Dropped]) -> str:

@@ -55,7 +55,15 @@ class TestCanonicalOnly:
 
     @pytest.mark.parametrize(
         "numeral, value",
-        [("IV", 4), ("IX", 9), ("XL", 40), ("XC", 90), ("CD", 400), ("CM", 900), ("mmmcmxcix", 3999)],
+        [
+            ("IV", 4),
+            ("IX", 9),
+            ("XL", 40),
+            ("XC", 90),
+            ("CD", 400),
+            ("CM", 900),
+            ("mmmcmxcix", 3999),
+        ],
     )
     def test_accepts_subtractive_pairs(self, numeral, value):
         assert from_roman(numeral) == value

@@ -47,4 +47,5 @@ def parse(text):
     for identifier in prerelease:
         if identifier.isdigit() and identifier != "0" and identifier.startswith("0"):
             raise InvalidVersion(f"leading zero in {identifier!r} of {text!r}")
-    return Version(int(major), int(minor), int(patch), prerelease, tuple(build.split(".")) if build else ())
+    build_parts = tuple(build.split(".")) if build else ()
+    return Version(int(major), int(minor), int(patch), prerelease, build_parts)
