@@ -45,7 +45,7 @@ def echo_kind(monkeypatch):
 
 
 def test_python_function_is_the_default_kind_and_sets_the_harness_scorer_version():
-    assert TASK_KINDS.names == (DEFAULT_KIND, "python-program")
+    assert TASK_KINDS.names == (DEFAULT_KIND, "python-program", "repository")
     assert DEFAULT_KIND == "python-function"
     assert task_kind(DEFAULT_KIND) is python_function.KIND
     assert Harness().scorer_version == python_function.SCORER_VERSION == "python-function/2"

@@ -22,6 +22,8 @@ from heldout.canonical import safe_strings, safe_text
 from heldout.episodes.budgets import ExecLimits
 from heldout.episodes.feedback import describe_public_run, feedback_tests
 from heldout.episodes.judge import score
+from heldout.episodes.repository_environment import RepositoryEnvironment
+from heldout.episodes.tool_result import ToolResult
 from heldout.errors import SandboxError
 from heldout.sandbox.protocol import Sandbox
 from heldout.tasks import python_program
@@ -54,16 +56,6 @@ PROGRAM_TOOL_SPECS = {
     "submit": ToolSpec(
         "submit", "Submit this program as the final answer; ends the episode.", _PROGRAM),
 }
-
-
-@dataclass(frozen=True)
-class ToolResult:
-    """The answer to one tool call: the observation's text and data, and, for `submit`, the
-    program that ends the episode."""
-
-    text: str
-    data: dict[str, Any]
-    submitted: str | None = None
 
 
 class Environment(Protocol):
@@ -198,18 +190,11 @@ def describe_failed_cases(failed: dict[str, Any], status: str) -> str:
     return "\n".join(lines)
 
 
-def repository_environment(*arguments: Any) -> Environment:
-    # Its module builds on this one's ToolResult: imported when a repository task needs it.
-    from heldout.episodes.repository_environment import RepositoryEnvironment
-
-    return RepositoryEnvironment(*arguments)
-
-
 EnvironmentFactory = Callable[[Task, Sandbox, ExecLimits, str, tuple[str, ...]], Environment]
 ENVIRONMENTS: dict[str, EnvironmentFactory] = {
     "python-function": PythonFunctionEnvironment,
     "python-program": PythonProgramEnvironment,
-    "repository": repository_environment,
+    "repository": RepositoryEnvironment,
 }
 
 

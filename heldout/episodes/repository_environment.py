@@ -21,7 +21,7 @@ from typing import Any
 from heldout.agents.protocol import ToolSpec
 from heldout.canonical import safe_text
 from heldout.episodes.budgets import ExecLimits
-from heldout.episodes.environments import ToolResult
+from heldout.episodes.tool_result import ToolResult
 from heldout.sandbox.protocol import Program, Sandbox
 from heldout.tasks.diff_filter import unsafe_path
 from heldout.tasks.patches import diff_trees
