@@ -4,10 +4,10 @@
     .venv/bin/python scripts/make_repository_tasks.py --check  # exit 1 if it is not current
 
 Each folder of tasks/repositories/ is one task, written by the project: `base/` (the repository
-at its base), `fixed/` (the same with the fix), `hidden/` (test files added or replaced before
-judging), `issue.md` (the prompt) and, for some, `public.txt` (node ids the agent may run). The
-line holds the reference patch (base -> fixed) and the test patch (base -> base with hidden/) as
-unified diffs, and `snapshot` points at `base/`, read into the record when the file is loaded.
+at its base), `fix.patch` (the reference patch), `tests.patch` (the hidden test patch, test
+files added or replaced before judging), `issue.md` (the prompt) and, for some, `public.txt`
+(node ids the agent may run). The line holds both patches, and `snapshot` points at `base/`,
+read into the record when the file is loaded.
 
 `fail_to_pass` and `pass_to_pass` are computed, never written by hand: every test collected from
 the repository with its hidden tests is run through heldout's judge in the sandbox, at the base
@@ -28,7 +28,7 @@ from typing import Any
 
 from heldout.canonical import canonical_json
 from heldout.sandbox.config import SandboxConfig, make_sandbox
-from heldout.tasks.patches import diff_trees
+from heldout.tasks.patches import apply_patch, parse_patch
 from heldout.tasks.repository import TEST_PYTHON, RepositoryTask
 from heldout.tasks.repository_checks import check_repository_tasks
 from heldout.tasks.repository_judge import revealed
@@ -60,13 +60,13 @@ def collected(tree: dict[str, str]) -> list[str]:
 
 def draft(folder: Path) -> dict[str, Any]:
     """The task's record, before its test lists are computed."""
-    base, fixed = read_snapshot(folder / "base"), read_snapshot(folder / "fixed")
-    with_tests = {**base, **read_snapshot(folder / "hidden")}
+    tests = (folder / "tests.patch").read_text(encoding="utf-8")
+    with_tests = apply_patch(read_snapshot(folder / "base"), parse_patch(tests))
     record = {
         "id": f"repo/{folder.name}", "kind": "repository", "repo": f"heldout/{folder.name}",
         "snapshot": f"../repositories/{folder.name}/base",
         "prompt": (folder / "issue.md").read_text(encoding="utf-8"),
-        "tests": diff_trees(base, with_tests), "reference": diff_trees(base, fixed),
+        "tests": tests, "reference": (folder / "fix.patch").read_text(encoding="utf-8"),
         "fail_to_pass": collected(with_tests), "pass_to_pass": [],
         "metadata": {"source": "heldout"},
     }
