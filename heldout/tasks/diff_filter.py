@@ -32,6 +32,8 @@ PYTEST_CONFIGS = frozenset({"pytest.ini", ".pytest.ini"})
 TEST_SECTIONS = {"tox.ini": ("pytest", "tool:pytest"),
                  "setup.cfg": ("tool:pytest", "options.entry_points")}
 START_UP_HOOKS = frozenset({"sitecustomize.py", "usercustomize.py"})
+# Folders of tests: their helpers and data are the tests' own, whatever their names.
+TEST_FOLDERS = frozenset({"tests", "test", "testing"})
 
 
 @dataclass(frozen=True)
@@ -81,11 +83,13 @@ def _why_dropped(patch: FilePatch, path: str, tree: dict[str, str], hidden: set[
         return unsafe
     pure = PurePosixPath(path)
     name = pure.name
+    test_folder = next((part for part in pure.parts[:-1] if part in TEST_FOLDERS), None)
     checks = (
         (patch.binary, "a binary file"),
         (patch.symlink, "a symlink"),
         (path in hidden, "a file of the hidden tests"),
         (is_test_file(path), "a test file"),
+        (test_folder is not None, f"test infrastructure (a file under {test_folder}/)"),
         (name == "conftest.py", "test infrastructure (conftest.py)"),
         (name in PYTEST_CONFIGS, f"pytest's configuration ({name})"),
         (name in START_UP_HOOKS, f"an interpreter start-up hook ({name})"),
