@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 _HUNK = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _NO_NEWLINE = "\\ No newline at end of file"
@@ -44,7 +44,6 @@ class FilePatch:
     deleted: bool = False
     mode: str | None = None  # the new mode git names ("100755", "120000" for a symlink)
     binary: bool = False
-    header: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def symlink(self) -> bool:
@@ -123,8 +122,7 @@ def _file_patch(lines: list[str], index: int) -> tuple[FilePatch, int]:
         hunk, index = _hunk(lines, index)
         hunks.append(hunk)
     return FilePatch(path=old if deleted else new, old_path=old, hunks=tuple(hunks),
-                     created=created, deleted=deleted, mode=mode, binary=binary,
-                     header=tuple(lines[start:index])), index
+                     created=created, deleted=deleted, mode=mode, binary=binary), index
 
 
 def _hunk(lines: list[str], index: int) -> tuple[Hunk, int]:
