@@ -108,3 +108,36 @@ def test_every_mutant_is_judged_as_plain_pytest_judges_it(sandbox, plain_verdict
                      if result.passed != plain]
     assert disagreements == []
     assert sum(judged) <= len(judged) * 0.1  # the hidden tests kill at least 90% of them
+
+
+def test_a_sealed_repository_source_holds_its_trees_not_paths_outside_the_seal(tmp_path):
+    import shutil
+
+    from heldout.custody.keys import TestKey
+    from heldout.custody.seal import unseal
+    from heldout.custody.task_source import seal_tasks
+
+    folder = tmp_path / "tasks" / "examples"
+    folder.mkdir(parents=True)
+    shutil.copy2(EXAMPLES, folder / "repository.jsonl")
+    shutil.copytree(REPO / "tasks" / "repositories", tmp_path / "tasks" / "repositories")
+    key = TestKey(bytes.fromhex("55" * 32))
+    sealed, tasks = seal_tasks(folder / "repository.jsonl", key.public)
+    shutil.rmtree(tmp_path / "tasks" / "repositories")  # the seal needs nothing outside it
+    plain = unseal(sealed, key)
+    assert b'"snapshot"' not in plain
+    assert load_jsonl_bytes(plain, "repository.sealed") == tasks == TASKS
+
+
+def test_a_snapshot_with_a_symlink_or_a_binary_file_is_refused_naming_it(tmp_path):
+    from heldout.tasks.snapshots import SnapshotError, read_snapshot
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "ok.py").write_text("X = 1\n")
+    (tmp_path / "pkg" / "link.py").symlink_to("/etc/passwd")
+    with pytest.raises(SnapshotError, match=r"pkg/link.py: a symlink"):
+        read_snapshot(tmp_path)
+    (tmp_path / "pkg" / "link.py").unlink()
+    (tmp_path / "pkg" / "blob.bin").write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(SnapshotError, match=r"pkg/blob.bin: not UTF-8 text"):
+        read_snapshot(tmp_path)
