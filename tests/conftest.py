@@ -34,6 +34,18 @@ os.environ.update(
 )
 
 
+@pytest.fixture(autouse=True)
+def _environment_as_it_was():
+    """A test that runs a command in this process (typer's CliRunner) may set what that command
+    sets for its children (the quiet console settings): later tests' subprocesses must not
+    inherit it."""
+    before = dict(os.environ)
+    yield
+    if dict(os.environ) != before:
+        os.environ.clear()
+        os.environ.update(before)
+
+
 def task_record(task_id: str, group: str | None = None, **fields: object) -> dict:
     record = {
         "id": task_id,
