@@ -15,8 +15,9 @@ if TYPE_CHECKING:
 def params_sections() -> dict[str, type[BaseModel]]:
     """Every section of params.yaml and its model: the stages' and the flows' (orchestration)."""
     from flows.orchestration import OrchestrationConfig
+    from heldout.custody.access_params import TestConfig
     from stages.params_check import stage_sections
-    from stages.test import RerunsConfig, TestConfig
+    from stages.test import RerunsConfig
     from stages.traces import TracingConfig
 
     return {**stage_sections(), "test": TestConfig, "reruns": RerunsConfig,
@@ -28,7 +29,7 @@ def check_params_file(root: Path) -> None:
     problem."""
     from stages.params_check import check_params, read_params
 
-    check_params(read_params(root), params_sections())
+    check_params(read_params(root), params_sections(), root)
 
 
 def prefect_wanted(root: Path) -> bool:

@@ -146,14 +146,27 @@ def reproduce_in_order(
                 reason = message or dvc_reason(error)
                 outcomes.append(StageOutcome(stage, "failed", wall_s, reason[:500], message))
                 rest = planned[index + 1:]
+                restored = restore_previous_outputs(repo, stage)
                 say(f"{stage}: FAILED after {wall_s:.1f} s"
                     + ("" if message else f" ({dvc_reason(error)})")
+                    + ("; its previous outputs are back (dvc.lock's)" if restored else "")
                     + (f"; not run: {', '.join(rest)}" if rest else ""))
                 break
             wall_s = time.perf_counter() - started
             outcomes.append(StageOutcome(stage, "ran" if ran else "up_to_date", wall_s))
             say(f"{stage}: ran in {wall_s:.1f} s" if ran else f"{stage}: up to date")
     return planned, outcomes
+
+
+def restore_previous_outputs(repo: Repo, stage: str) -> bool:
+    """DVC deletes a stage's outputs before it runs it. After a failure, those dvc.lock names
+    (the last run that succeeded) come back from the cache, so one bad input does not empty
+    what the stages after it read. Whether anything came back."""
+    try:
+        restored = repo.checkout(targets=[stage], force=True)
+    except Exception:  # noqa: BLE001 - no lock entry or no cached copy yet: nothing to restore
+        return False
+    return bool(restored.get("added") or restored.get("modified"))
 
 
 def say(line: str) -> None:

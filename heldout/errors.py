@@ -6,8 +6,18 @@ anything else is a bug in heldout and keeps its traceback.
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+
+def not_a_field(name: str, known: Sequence[str], noun: str = "field") -> str:
+    """heldout's words for a name nobody reads (pydantic says "Extra inputs are not
+    permitted"), with the closest known one, or the list."""
+    close = difflib.get_close_matches(name, list(known), n=1)
+    hint = f"did you mean '{close[0]}'?" if close else f"the {noun}s are {', '.join(known)}"
+    return f"not a {noun} heldout reads; {hint}"
 
 
 class HeldoutError(Exception):

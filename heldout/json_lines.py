@@ -24,6 +24,14 @@ class LineError(ValueError):
     """Why one line cannot be read; its message is the sentence to report with file:line."""
 
 
+def json_error(error: json.JSONDecodeError) -> str:
+    """Python's message with its place, whole: "Expecting ',' delimiter at column 9", and
+    "Unterminated string starting at column 3" (that message ends in "at", its place after)."""
+    where = (f"column {error.colno}" if error.lineno == 1
+             else f"line {error.lineno}, column {error.colno}")
+    return f"{error.msg} {where}" if error.msg.endswith(" at") else f"{error.msg} at {where}"
+
+
 def decode_line(raw: bytes) -> str:
     """The line as text, or LineError naming the first byte that is not UTF-8."""
     try:

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, Field, ValidationError
 
-from heldout.errors import HeldoutError
+from heldout.errors import HeldoutError, not_a_field
 
 
 @dataclass(frozen=True)
@@ -75,8 +75,11 @@ class InvalidSettings(HeldoutError):
     def __init__(self, plugin: str, fields: tuple[str, ...], error: ValidationError):
         self.plugin = plugin
         self.fields = fields
-        self.problems = [SettingProblem(".".join(map(str, detail["loc"])), detail["msg"],
-                                        detail["type"]) for detail in error.errors()]
+        self.problems = [SettingProblem(
+            ".".join(map(str, detail["loc"])),
+            not_a_field(str(detail["loc"][-1]), fields) if detail["type"] == "extra_forbidden"
+            and len(detail["loc"]) == 1 else detail["msg"], detail["type"])
+            for detail in error.errors()]
         super().__init__(self.render(f"{plugin}: "))
 
     def render(self, prefix: str) -> str:

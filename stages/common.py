@@ -46,6 +46,19 @@ section = params_check.section
 GIT_COMMIT_ENV = "HELDOUT_GIT_COMMIT"
 
 
+# Set by DVC in every stage command of `dvc exp run`, queued and temporary runs included.
+EXPERIMENT_ENV = "DVC_EXP_NAME"
+
+
+def sweep_experiment(named_for_the_test: str) -> str | None:
+    """The experiment this stage runs in when it is a sweep: inside `dvc exp run` under any
+    name but the one params.test.experiment names (that experiment may open the test split)."""
+    name = os.environ.get(EXPERIMENT_ENV)
+    if name is None or (named_for_the_test and name == named_for_the_test):
+        return None
+    return name
+
+
 def git_commit(root: Path) -> str:
     """The commit the stage ran from, with '+dirty' when the work tree differed from it. Under
     `heldout pipeline`: the tree as it was when the pipeline started (GIT_COMMIT_ENV), if that

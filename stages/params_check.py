@@ -3,9 +3,10 @@ the file and the dotted field (`params.yaml: checkpoints.run/step_90: ...`).
 
 Two tiers, so that a no-op `heldout pipeline` stays fast:
 
-- `read_params` and `check_names` need only the YAML: the file parses to a mapping of
+- `read_params` and `name_problems` need only the YAML: the file parses to a mapping of
   sections, and the checkpoints are a mapping of safe names. DVC expands `rollouts@<name>` and
-  reads `checkpoints.<name>` from these names, so they are checked before DVC is asked anything.
+  reads `checkpoints.<name>` from these names, so they are checked before DVC is asked anything
+  (and when they are wrong, the whole file is, so that one problem hides no other).
 - `check_params` validates every section with the model its stage validates it with, each
   checkpoint's settings with its agent kind's model (the settings only: no agent is made, so no
   HTTP client and no process), and every name that refers to a checkpoint (base,
@@ -18,7 +19,6 @@ flows') come from the caller: flows/params.py `params_sections` holds the whole 
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from heldout.errors import HeldoutError, ParamsError
+from heldout.errors import HeldoutError, ParamsError, not_a_field
 
 # stages.catalog.PARAMS_FILE (not imported: the catalog imports the custody guard, and the cheap
 # tier runs before anything heavy; tests/test_terminal.py holds the two together).
@@ -64,19 +64,32 @@ def section(params: Mapping[str, Any], name: str, model: type[Section]) -> Secti
     try:
         return model.model_validate(params.get(name) or {})
     except ValidationError as error:
-        raise ParamsError("\n".join(validation_lines(name, error))) from None
+        raise ParamsError("\n".join(validation_lines(name, error, model))) from None
 
 
-def validation_lines(name: str, error: ValidationError) -> list[str]:
-    """One line per problem pydantic found in section `name`, each naming its dotted field."""
-    return [f"{PARAMS_FILE}: {'.'.join([name, *map(str, detail['loc'])])}: {detail['msg']}"
-            for detail in error.errors()]
+def validation_lines(name: str, error: ValidationError,
+                     model: type[BaseModel] | None = None) -> list[str]:
+    """One line per problem pydantic found in section `name`, each naming its dotted field; a
+    field the section does not have is named as such, with the closest one it has."""
+    lines = []
+    for detail in error.errors():
+        message = detail["msg"]
+        if detail["type"] == "extra_forbidden":
+            message = unknown_field(model, detail["loc"])
+        lines.append(f"{PARAMS_FILE}: {'.'.join([name, *map(str, detail['loc'])])}: {message}")
+    return lines
 
 
-def check_names(params: Mapping[str, Any]) -> None:
-    """What DVC needs before it can expand dvc.yaml: the checkpoints, a mapping of safe names
-    to settings. Raises one ParamsError listing every problem."""
-    raise_problems(name_problems(params))
+def unknown_field(model: type[BaseModel] | None, loc: tuple) -> str:
+    """heldout's words for pydantic's "Extra inputs are not permitted"."""
+    for key in loc[:-1]:  # down to the model that holds the field
+        field = model.model_fields.get(str(key)) if model is not None else None
+        annotation = field.annotation if field is not None else None
+        model = annotation if isinstance(annotation, type) and issubclass(
+            annotation, BaseModel) else None
+    if model is None:
+        return "not a field heldout reads"
+    return not_a_field(str(loc[-1]), list(model.model_fields))
 
 
 def name_problems(params: Mapping[str, Any]) -> list[str]:
@@ -97,30 +110,46 @@ def name_problems(params: Mapping[str, Any]) -> list[str]:
     return problems
 
 
-def check_params(params: Mapping[str, Any], sections: Mapping[str, type[BaseModel]]) -> None:
+def check_params(params: Mapping[str, Any], sections: Mapping[str, type[BaseModel]],
+                 root: Path | None = None) -> None:
     """Every section of params.yaml, as the stages will read it (`sections`: each section's
-    model, `stage_sections()` and those of the modules this one may not import). Raises one
+    model, `stage_sections()` and those of the modules this one may not import), and with the
+    project's `root`, the harness against the kinds of the tasks it will score. Raises one
     ParamsError that lists every problem, one line each."""
     problems = name_problems(params)
     known = [*sections, *NAMED]
     for key in params:
         if key not in known:
-            close = difflib.get_close_matches(str(key), known, n=1)
-            hint = (f"did you mean '{close[0]}'?" if close else
-                    f"the sections are {', '.join(known)}")
-            problems.append(f"{PARAMS_FILE}: {key}: not a section heldout reads; {hint}")
+            problems.append(f"{PARAMS_FILE}: {key}: {not_a_field(str(key), known, 'section')}")
     valid: dict[str, BaseModel] = {}
     for name, model in sections.items():
         try:
             valid[name] = model.model_validate(params.get(name) or {})
         except ValidationError as error:
-            problems += validation_lines(name, error)
+            problems += validation_lines(name, error, model)
     checkpoints = params.get("checkpoints")
     names = list(checkpoints) if isinstance(checkpoints, dict) else []
     for name in names:
         problems += agent_problems(f"checkpoints.{name}", checkpoints[name])
     problems += reference_problems(params, valid, names)
+    if root is not None:
+        problems += scorer_problems(root, valid)
     raise_problems(problems)
+
+
+def scorer_problems(root: Path, valid: Mapping[str, BaseModel]) -> list[str]:
+    """The harness's scorer_version against the kinds of the tasks (found by the rollouts
+    stage otherwise, after the split and decontaminate stages ran). A sealed source is read by
+    its stage alone."""
+    from heldout.custody.guard import SEALED_SUFFIX
+    from heldout.episodes.rollout import check_scorer_version
+    from heldout.tasks.sources import source_kinds
+
+    tasks, harness = valid.get("tasks"), valid.get("harness")
+    if tasks is None or harness is None or tasks.source.endswith(SEALED_SUFFIX):
+        return []
+    kinds = source_kinds(tasks.source if tasks.source == "humaneval" else root / tasks.source)
+    return _raised(lambda: check_scorer_version(kinds or (), harness))
 
 
 def stage_sections() -> dict[str, type[BaseModel]]:

@@ -24,6 +24,7 @@ from heldout.tasks.split import (
     assign,
     build_manifest,
     split_records,
+    val_support_problem,
 )
 from stages.catalog import FINGERPRINT_DIR, MANIFEST, SEALED_TEST, fingerprint_file, split_file
 from stages.common import (
@@ -71,6 +72,9 @@ def run(root: Path | None = None) -> dict[str, Any]:
                                     canonical_json(fingerprints).encode())
             outputs.write_json(root / MANIFEST, manifest)
 
+        thin_val = val_support_problem(splits["val"])
+        if thin_val:
+            print(f"split: WARNING {thin_val}")
         mlflow_run.set_tags(protocol_tags(manifest) | {"tasks_digest": manifest["source_digest"]})
         mlflow_run.log_params(
             {"tasks.source": tasks_config.source, "split.salt": config.salt}

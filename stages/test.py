@@ -13,7 +13,6 @@ this access's closed results are not an access: the stage ends without opening t
 from __future__ import annotations
 
 import json
-import os
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -23,13 +22,14 @@ from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 from heldout.agents.registry import identity_settings
 from heldout.canonical import content_digest
+from heldout.custody.access_params import TestConfig
 from heldout.custody.anchor import stage_ledger
 from heldout.custody.guard import TestSetAccessError
 from heldout.custody.keys import CustodyConfig, opening_key, require_team_key
 from heldout.custody.ledger import LedgerStore, read_ledger
 from heldout.custody.lock import AccessKey, TestLock, accesses, models_evaluated, refuse
 from heldout.custody.seal import seal
-from heldout.custody.spend import SpendConfig, spend_refusal, spent_reason
+from heldout.custody.spend import spend_refusal, spent_reason
 from heldout.episodes.chunks import ChunkExecutor
 from heldout.episodes.harness import Harness
 from heldout.episodes.rollout import RolloutsConfig, roll_out
@@ -64,34 +64,12 @@ from stages.common import (
     read_manifest,
     read_params,
     section,
+    sweep_experiment,
     tracked_stage,
     val_scores_digest,
 )
 from stages.progress import EpisodeProgress, speed_metrics
 from stages.val_plan import val_plan
-
-# Set by DVC in every stage command of `dvc exp run`, queued and temporary runs included.
-EXPERIMENT_ENV = "DVC_EXP_NAME"
-
-
-class ReaccessConfig(BaseModel):
-    """`params.test.reaccess`: why one more access, and which one it is for."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    access: str = ""
-    reason: str = ""
-
-
-class TestConfig(BaseModel):
-    """`params.test`."""
-
-    __test__ = False
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    reaccess: ReaccessConfig = ReaccessConfig()
-    spend: SpendConfig = SpendConfig()
-    experiment: str = ""
 
 
 class RerunsConfig(BaseModel):
@@ -120,15 +98,12 @@ class RerunsConfig(BaseModel):
         return runs
 
 
-def experiment_refusal(config: TestConfig) -> str | None:
-    """Why this run, inside `dvc exp run`, must not open the test split, or None."""
-    name = os.environ.get(EXPERIMENT_ENV)
-    if name is None or (config.experiment and name == config.experiment):
-        return None
-    return (f"the test stage does not run inside `dvc exp run` (experiment {name}): a sweep "
-            "would open the test split once per new key. The pipeline ends at `select`; to run "
-            f"the test in this experiment, name it: dvc exp run -n {name} -S "
-            f"test.experiment={name}")
+def not_in_a_sweep(experiment: str) -> str:
+    """The line a sweep's test stage prints instead of opening the test split."""
+    return (f"test: not run in experiment {experiment}: a sweep (`dvc exp run`) ends at "
+            "`select` and the test split stays closed (nothing opened, nothing recorded). To "
+            f"run the test in an experiment, name it: dvc exp run -n {experiment} -S "
+            f"test.experiment={experiment}")
 
 
 def read_selection(root: Path) -> dict[str, Any]:
@@ -171,6 +146,12 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
     harness = section(params, "harness", Harness)
     config = section(params, "rollouts", RolloutsConfig)
     test_config = section(params, "test", TestConfig)
+    experiment = sweep_experiment(test_config.experiment)
+    if experiment:
+        # Before the key, the ledger or an MLflow run: a sweep attempts no access. The outputs
+        # stay the last access's, so the experiment's dvc.lock names those.
+        print(not_in_a_sweep(experiment))
+        return {"not_run": experiment}
     reaccess = test_config.reaccess
     reruns_config = section(params, "reruns", RerunsConfig)
     test_key = opening_key(section(params, "custody", CustodyConfig))
@@ -200,8 +181,7 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
             "test_access": "true", "access_id": key.access_id, "harness": key.harness,
             "candidate": key.candidate, "base": key.base})
         commit = git_commit(root)
-        why_not = experiment_refusal(test_config) or check_selection(root, selection, manifest,
-                                                                      harness)
+        why_not = check_selection(root, selection, manifest, harness)
         plan = None if why_not else val_plan(root, names["candidate"], names["base"])
         why_not = why_not or spend_refusal(plan, names["candidate"], test_config.spend)
         if why_not:

@@ -3,6 +3,7 @@ the project's store, and headless Chromium on the runs page filtered by the READ
 
 from __future__ import annotations
 
+import json
 import os
 import urllib.parse
 import urllib.request
@@ -14,6 +15,7 @@ import pytest
 from heldout.custody.guard import SEALED_TEST, TestSetAccessError
 from stages import rollouts, score, select, split
 from stages import test as test_stage
+from stages.catalog import SELECTION
 from tests.browser import find_chromium, render, serve_mlflow
 from tests.conftest import configure_small_project
 
@@ -37,17 +39,20 @@ def test_the_test_access_run_is_found_with_the_readme_filter(project: Path, monk
         rollouts.run(name, project)
     score.run(project)
     # Two refused attempts first: a stage that peeks at the test split (the guard) and a test
-    # stage inside `dvc exp run` (the lock's caller). Both must be on the reviewer's page.
+    # stage whose selection was made from other val scores (the lock's caller). Both must be on
+    # the reviewer's page.
     with monkeypatch.context() as patch:
         patch.setattr(select, "select_checkpoint",
                       lambda *args, **kwargs: (project / SEALED_TEST).read_bytes())
         with pytest.raises(TestSetAccessError, match="outside the test lock"):
             select.run(project)
     select.run(project)
-    with monkeypatch.context() as patch:
-        patch.setenv("DVC_EXP_NAME", "a-sweep")
-        with pytest.raises(TestSetAccessError, match="inside `dvc exp run`"):
-            test_stage.run(project)
+    chosen = (project / SELECTION).read_text()
+    stale = json.loads(chosen) | {"val_scores_digest": "0" * 64}
+    (project / SELECTION).write_text(json.dumps(stale))
+    with pytest.raises(TestSetAccessError, match="computed from other val scores"):
+        test_stage.run(project)
+    (project / SELECTION).write_text(chosen)
     access = test_stage.run(project)
 
     experiment = mlflow.MlflowClient().get_experiment_by_name("heldout")

@@ -147,16 +147,36 @@ def test_dvc_repro_runs_the_pipeline_then_only_what_changed(project: Path, fresh
         "true"}
     assert len({r.data.tags["heldout.harness"] for r in rollout_runs}) == 1
 
-    # A sweep is not a reason: `dvc exp run` ends at `select`, saying why in one line.
-    swept = run(["dvc", "exp", "run", "-S", "harness.n=3"], project, fresh_env)
-    assert swept.returncode != 0
-    swept_stages = stages_run(swept.stdout)
-    assert "test" in swept_stages and "report" not in swept_stages
-    # The stage's own error is one line, and nothing around it is a traceback (issue 17).
-    refusal = [line for line in swept.stderr.splitlines() if line.startswith("error:")]
-    assert len(refusal) == 1 and "does not run inside `dvc exp run`" in refusal[0], swept.stderr
+    # A sweep is saved as an experiment with its val metrics; its test stage opens nothing and
+    # records nothing, and its report is the val selection. --temp leaves the workspace as it
+    # was, params.yaml to the byte.
+    for cmd in (["git", "add", "-A"], ["git", "commit", "-qm", "accessed"]):
+        assert run(cmd, project, fresh_env).returncode == 0
+    params_before = (project / "params.yaml").read_bytes()
+    swept = run(["dvc", "exp", "run", "--temp", "-n", "sweep-n3", "-S", "harness.n=3"], project,
+                fresh_env)
+    assert swept.returncode == 0, swept.stdout + swept.stderr
+    assert "test: not run in experiment sweep-n3: a sweep" in swept.stdout
     assert "Traceback" not in swept.stdout + swept.stderr
-    assert [e["outcome"] for e in ledger_of(project)][-1] == "refused"
+    assert run(["git", "status", "--porcelain"], project, fresh_env).stdout == ""
+    assert (project / "params.yaml").read_bytes() == params_before
+    assert ledger_of(project) == ledger
+    assert "Verdict:" in (project / "reports/report.md").read_text()
+    # In the workspace (DVC's own `dvc exp run`: a repro, then `dvc exp save`), the same.
+    in_place = run(["dvc", "exp", "run", "-n", "sweep-n4", "-S", "harness.n=4"], project,
+                   fresh_env)
+    assert in_place.returncode == 0, in_place.stdout + in_place.stderr
+    assert ledger_of(project) == ledger
+    assert "No test verdict in a sweep" in (project / "reports/report.md").read_text()
+    shown = json.loads(run(["dvc", "exp", "show", "--json"], project, fresh_env).stdout)
+    experiments = {exp["name"]: exp for baseline in shown
+                   for exp in baseline.get("experiments") or [] if exp.get("name")}
+    assert set(experiments) == {"sweep-n3", "sweep-n4"}, shown
+    for name, n in (("sweep-n3", 3), ("sweep-n4", 4)):
+        data = experiments[name]["revs"][0]["data"]
+        assert data["params"]["params.yaml"]["data"]["harness"]["n"] == n
+        chosen = data["metrics"]["metrics/val/step_20.json"]["data"]
+        assert 0 <= chosen["pass@1"] <= 1, chosen
     assert run(["heldout", "audit"], project, fresh_env).returncode == 0
 
     # With no Prefect API configured, a bare `dvc repro` runs its stages without Prefect (no

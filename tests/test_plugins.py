@@ -77,9 +77,12 @@ def test_bad_settings_name_every_field_dotted_and_what_the_model_has(registry):
         "square: size: Input should be a valid integer, unable to parse string as an integer",
         "square: retry.times: Input should be a valid integer, unable to parse string as an "
         "integer",
-        "square: colour: Extra inputs are not permitted",
+        "square: colour: not a field heldout reads; the fields are size, retry",
     ]
     assert error.unknown_fields() == ["colour"]
+    with pytest.raises(InvalidSettings, match="sizes: not a field heldout reads; did you mean "
+                                              "'size'"):
+        registry.create("square", {"sizes": 3}, 1)
     assert error.fields == ("size", "retry")
     assert error.render("params.yaml: widgets.a.").startswith("params.yaml: widgets.a.size: ")
 

@@ -585,11 +585,11 @@ def test_a_harness_whose_scorer_is_not_the_tasks_kind_is_refused_naming_the_fiel
 
     tasks = load_tasks(EXAMPLES)
     with pytest.raises(ParamsError) as refused:
-        check_scorer_version(tasks, Harness())
+        check_scorer_version({task.kind for task in tasks}, Harness())
     assert str(refused.value) == (
         "params.yaml: harness.scorer_version: 'python-function/2', but these tasks are scored "
         "by python-program/1; set it to python-program/1")
-    check_scorer_version(tasks, Harness(scorer_version="python-program/1"))
+    check_scorer_version({task.kind for task in tasks}, Harness(scorer_version="python-program/1"))
 
 
 def test_demo_policies_act_on_programs_and_the_hacker_passes_public_cases_only(

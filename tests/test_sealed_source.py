@@ -140,9 +140,9 @@ def test_heldout_tasks_seal_seals_for_the_team_key_and_refuses_another(private: 
 @pytest.mark.parametrize("content, out, expected", [
     (None, "tasks/x.sealed", "error: tasks/input.jsonl: no such file"),
     (b"hello\n", "tasks/x.sealed",
-     "error: tasks/input.jsonl:1: invalid JSON at column 1: Expecting value"),
+     "error: tasks/input.jsonl:1: invalid JSON: Expecting value at column 1"),
     (b"hello\n[1]\n", "tasks/x.sealed",
-     "error: tasks/input.jsonl:1: invalid JSON at column 1: Expecting value (and 1 more "
+     "error: tasks/input.jsonl:1: invalid JSON: Expecting value at column 1 (and 1 more "
      "problems: `heldout tasks validate tasks/input.jsonl` lists them)"),
     (b"\x00\xff\xfe" * 50, "tasks/x.sealed", "error: tasks/input.jsonl:1: "),
     (b"", "tasks/x.sealed", "error: tasks/input.jsonl: no tasks: the file is empty"),

@@ -87,3 +87,22 @@ def test_bad_params_name_the_field(project: Path):
     (project / "params.yaml").write_text(params)
     with pytest.raises(ParamsError, match=r"params.yaml: split.salt: String should have"):
         split.run(project)
+
+
+def test_a_val_split_too_thin_to_choose_on_is_said_before_any_rollout(project: Path, capsys):
+    """40 tasks in 8 families: val holds a few of them, too few groups for select's intervals
+    (issue 27, item 3); 200 tasks in 200 groups are enough, and nothing is said."""
+    use_tasks(project, [task_record(f"t{i}", group=f"family-{i % 8}") for i in range(40)])
+    manifest = split.run(project)
+    val = [json.loads(line) for line in (project / "data/split/val.jsonl").read_text().splitlines()]
+    groups = len({record["group"] for record in val})
+    assert manifest["counts"]["val"] == len(val) and groups < 10
+    warning = [line for line in capsys.readouterr().out.splitlines() if "WARNING" in line]
+    assert warning == [
+        f"split: WARNING val holds {len(val)} tasks in {groups} group{'s' * (groups != 1)}, too "
+        "few for select to choose between checkpoints on (its intervals need at least 10 "
+        "groups). Give val more groups (more tasks, or a larger split.fractions.val), or fix the "
+        "choice in advance (select.rule: last, select.final: NAME)"]
+    use_tasks(project, [task_record(f"t{i}") for i in range(200)])
+    split.run(project)
+    assert "WARNING" not in capsys.readouterr().out

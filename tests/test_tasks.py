@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -9,7 +10,7 @@ import pytest
 from heldout.errors import InputFileError
 from heldout.tasks.record import Task, tasks_digest
 from heldout.tasks.sources import load_tasks
-from tests.conftest import task_record, write_jsonl
+from tests.conftest import REPO, task_record, write_jsonl
 
 
 def test_humaneval_has_164_complete_tasks():
@@ -66,7 +67,11 @@ BAD_FILES = {
     "empty field": ('{"id": "a", "prompt": "  ", "entry_point": "f", "tests": "t"}', 1,
                     "prompt", "must not be empty"),
     "duplicate id": (f"{GOOD}\n{GOOD}", 2, "id", "first on line 1"),
-    "invalid json": (f'{GOOD}\n{{"id": "a", "prompt": }}', 2, None, "invalid JSON at column 23"),
+    "invalid json": (f'{GOOD}\n{{"id": "a", "prompt": }}', 2, None,
+                     "invalid JSON: Expecting value at column 23"),
+    # Python's message ends "starting at": the place follows it, once.
+    "unterminated string": (f'{GOOD}\n{{"id": "a', 2, None,
+                            "invalid JSON: Unterminated string starting at column 8"),
     "unknown kind": ('{"id": "a", "kind": "repo-patch", "prompt": "p", "entry_point": "f", '
                      '"tests": "t"}', 1, "kind", "unknown kind 'repo-patch'"),
     "wrong type": ('{"id": 7, "prompt": "p", "entry_point": "f", "tests": "t"}', 1, "id",
@@ -128,3 +133,20 @@ def test_validate_prints_one_ok_line_with_the_count(tmp_path: Path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"OK: 2 tasks in 2 groups in {path}")
     assert len(done.stdout.strip().splitlines()) == 1
+
+
+def test_every_document_the_code_points_a_user_to_exists():
+    """A hint that names a file (and a section in quotes) names one that is there (issue 27:
+    a task-file error pointed at a README section that was gone)."""
+    pointer = re.compile(r"((?:docs/[\w-]+|examples/README|README)\.md)(?:, '([^']+)')?")
+    found = []
+    for folder in ("heldout", "stages", "flows"):
+        for path in (REPO / folder).rglob("*.py"):
+            for document, heading in pointer.findall(path.read_text(encoding="utf-8")):
+                found.append(document)
+                assert (REPO / document).is_file(), f"{path}: {document}"
+                if heading:
+                    text = (REPO / document).read_text(encoding="utf-8")
+                    assert re.search(rf"^#+ .*{re.escape(heading)}", text, re.M), \
+                        f"{path}: {document} has no section {heading!r}"
+    assert "docs/tasks.md" in found and len(found) > 10

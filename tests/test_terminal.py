@@ -94,7 +94,8 @@ BAD = {
     "negative n": (lambda p: p["harness"].update(n=-3),
                    "params.yaml: harness.n: Input should be greater than or equal to 1"),
     "typo": (lambda p: p["harness"].update(temprature=0.3),
-             "params.yaml: harness.temprature: Extra inputs are not permitted"),
+             "params.yaml: harness.temprature: not a field heldout reads; did you mean "
+             "'temperature'?"),
     "slash": (lambda p: p["checkpoints"].update({"run/step_90": {"agent": "demo"}}),
               "params.yaml: checkpoints.run/step_90: not a usable checkpoint name"),
 }
@@ -140,12 +141,34 @@ def test_every_problem_at_once_and_no_agent_is_made(monkeypatch):
         "and '-', starting with a letter, at most 64 (it names a DVC stage, a params path and "
         "a file)",
         "params.yaml: harnes: not a section heldout reads; did you mean 'harness'?",
-        "params.yaml: checkpoints.step 90.skil: Extra inputs are not permitted",
+        "params.yaml: checkpoints.step 90.skil: not a field heldout reads; did you mean "
+        "'skill'?",
         "params.yaml: base: 'nope' is not a checkpoint; the checkpoints are base, step_10, "
         "step_20, step_30, step_40, step_50, step_60, step_70, step_80, agent_tester, "
         "agent_hacker, remote, step 90",
         "params.yaml: sensitivity.checkpoints: 'reference' names the reference's row",
     ]
+
+
+def test_the_tasks_kind_is_checked_against_the_harness_before_any_stage(tmp_path: Path):
+    """The rollouts stage would find it after split and decontaminate (33 s), alone."""
+    params = copy.deepcopy(default_params())
+    shutil.copy(REPO / "tasks/examples/python_program.jsonl", tmp_path / "programs.jsonl")
+    params["tasks"]["source"] = "programs.jsonl"
+    params["split"]["fractions"]["train"] = 0.5
+    params["select"]["rul"] = "best"
+    with pytest.raises(ParamsError) as raised:
+        params_check.check_params(params, sections(), tmp_path)
+    assert str(raised.value).splitlines() == [
+        "params.yaml: select.rul: not a field heldout reads; did you mean 'rule'?",
+        "params.yaml: split.fractions sum to 1.2, not 1 (train 0.5, val 0.35, test 0.35)",
+        "params.yaml: harness.scorer_version: 'python-function/2', but these tasks are scored "
+        "by python-program/1; set it to python-program/1",
+    ]
+    params["harness"]["scorer_version"] = "python-program/1"
+    del params["select"]["rul"]
+    params["split"]["fractions"]["train"] = 0.3
+    params_check.check_params(params, sections(), tmp_path)
 
 
 # --- a bad params.yaml, as the user meets it -------------------------------------------------
@@ -187,6 +210,21 @@ def test_heldout_pipeline_with_a_bad_params_file_says_one_thing_last_and_runs_no
     assert took < 15, f"{took:.1f} s"
 
 
+def test_a_bad_checkpoint_name_hides_no_other_problem(small: Path):
+    def change(params: dict) -> None:
+        BAD["slash"][0](params)
+        BAD["negative n"][0](params)
+        BAD["typo"][0](params)
+
+    set_params(small, change)
+    done = heldout(small, "pipeline")
+    assert done.returncode == 2, done.stdout
+    shown = "\n".join(lines(done.stdout))
+    for case in ("slash", "negative n", "typo"):
+        assert BAD[case][1] in shown, shown
+    assert not (small / "data").exists()
+
+
 def test_a_bare_split_stage_checks_the_whole_file_first(small: Path):
     set_params(small, BAD["typo"][0])
     done = subprocess.run([*PYTHON_HELDOUT, "stage", "split"], cwd=small, env=run_env(small),
@@ -209,6 +247,25 @@ def test_a_user_error_inside_a_stage_under_the_pipeline_is_one_message_last(smal
         f"error: split failed: {small / 'tasks/missing.jsonl'}: no such file",
         "A task source is 'humaneval' or the path of a JSONL file, one task a line."]
     assert sum("no such file" in line for line in shown) == 1, done.stdout
+
+
+def test_a_stage_that_fails_leaves_the_outputs_of_its_last_good_run(small: Path):
+    """A broken task file: DVC deletes the split's outputs before the stage finds out, and the
+    pipeline brings back those dvc.lock names (issue 27, item 6)."""
+    def split_files() -> dict[str, bytes]:
+        return {str(path.relative_to(small)): path.read_bytes()
+                for path in sorted((small / "data" / "split").rglob("*")) if path.is_file()}
+
+    assert heldout(small, "pipeline", "split").returncode == 0
+    before = split_files()
+    assert len(before) >= 4
+    source = small / yaml.safe_load((small / "params.yaml").read_text())["tasks"]["source"]
+    source.write_text(source.read_text() + "{not json\n")
+    done = heldout(small, "pipeline", "split")
+    assert done.returncode == 2, done.stdout
+    assert "split: FAILED after" in done.stdout, done.stdout
+    assert "its previous outputs are back (dvc.lock's)" in done.stdout
+    assert split_files() == before
 
 
 # --- a good run ---------------------------------------------------------------------------
@@ -236,6 +293,10 @@ def test_a_good_run_is_one_line_per_stage_and_a_no_op_starts_nothing(small: Path
     assert sorted(status) == sorted(STAGES) and len(lines_matching(out)) == len(STAGES), out
     assert all(what.startswith("ran in") for what in status.values())
     assert lines(out)[-1].startswith("pipeline: 9 stages ran, 0 up to date, in ")
+    # Before the first stage's line (tens of seconds on a fresh clone): what is happening.
+    assert lines(out)[0].startswith("pipeline: 9 stages, DVC runs what is stale from split on; "
+                                    "starting a Prefect server of its own"), out
+    assert f"report: {small / 'reports' / 'report.html'} (and report.md, report.json)" in out
     assert len(pipeline_runs(small)) == 1
 
     # Nothing stale: DVC says so, and nothing else starts (no Prefect, no MLflow run).

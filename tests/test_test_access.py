@@ -7,12 +7,14 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import sqlite3
 import stat
 import subprocess
 import sys
 from pathlib import Path
 
+import mlflow
 import numpy as np
 import pandas as pd
 import pytest
@@ -27,6 +29,7 @@ from heldout.errors import ParamsError
 from stages import catalog, decontaminate, select, split
 from stages import report as report_stage
 from stages import test as test_stage
+from stages.catalog import ACCESS
 from tests.conftest import TEST_KEY_HEX
 from tests.test_lock import audit_of, set_params
 
@@ -238,19 +241,24 @@ def test_the_first_access_records_no_reason_and_spends_none(project: Path):
     assert access["reason"] == "" and read_ledger(project / LEDGER)[0]["reason"] == ""
 
 
-def test_dvc_exp_run_does_not_reach_the_test_split_unless_it_names_the_test(project: Path,
-                                                                           monkeypatch):
+def test_dvc_exp_run_does_not_reach_the_test_split_unless_it_names_the_test(
+        project: Path, monkeypatch, capsys):
+    """A sweep's test stage ends at once and succeeds (the experiment is saved): no access, no
+    ledger line, no MLflow run, the outputs as they were."""
     monkeypatch.setenv("DVC_EXP_NAME", "sweep-n3")
-    with pytest.raises(TestSetAccessError, match=r"does not run inside `dvc exp run` "
-                       r"\(experiment sweep-n3\).*dvc exp run -n sweep-n3 -S "
-                       r"test.experiment=sweep-n3"):
-        test_stage.run(project)
-    assert outcomes(project) == ["refused"]
+    runs_before = len(mlflow.search_runs(search_all_experiments=True))
+    assert test_stage.run(project) == {"not_run": "sweep-n3"}
+    assert re.search(r"test: not run in experiment sweep-n3: .*test split stays closed.*"
+                     r"dvc exp run -n sweep-n3 -S test.experiment=sweep-n3",
+                     capsys.readouterr().out)
+    assert not (project / LEDGER).exists() or read_ledger(project / LEDGER) == []
+    assert not (project / ACCESS).exists()
+    assert len(mlflow.search_runs(search_all_experiments=True)) == runs_before
     set_params(project, "test", experiment="another-one")
-    with pytest.raises(TestSetAccessError, match="experiment sweep-n3"):
-        test_stage.run(project)
+    assert test_stage.run(project) == {"not_run": "sweep-n3"}
     set_params(project, "test", experiment="sweep-n3")
     assert test_stage.run(project)["accesses_of_this_test_version"] == 1
+    assert outcomes(project) == ["opened", "closed"]
 
 
 # --- refusals and crashes --------------------------------------------------------------------

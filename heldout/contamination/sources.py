@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from heldout.errors import InputFileError, Problem
+from heldout.json_lines import json_error
 from heldout.tasks.record import Task
 
 TRAIN_SPLIT_SOURCE = "train-split"
@@ -57,7 +58,7 @@ def corpus_items(path: Path, corpus: TrainingCorpus) -> Iterator[TrainingItem]:
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as error:
-                problems.append(Problem(number, None, f"invalid JSON: {error.msg}"))
+                problems.append(Problem(number, None, f"invalid JSON: {json_error(error)}"))
                 continue
             item = _corpus_item(record, number, corpus, problems)
             if item is not None:

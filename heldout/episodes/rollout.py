@@ -3,6 +3,7 @@ the rest in chunks, report each finished episode to whoever watches."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -75,10 +76,10 @@ def agent_context(harness: Harness, root: Path) -> AgentContext:
     )
 
 
-def check_scorer_version(tasks: list[Task], harness: Harness) -> None:
+def check_scorer_version(kinds: Iterable[str], harness: Harness) -> None:
     """The harness's scorer_version must be the one of the tasks' kind: it is what the
     fingerprint says a pass means."""
-    versions = sorted({task_kind(task.kind).scorer_version for task in tasks})
+    versions = sorted({task_kind(kind).scorer_version for kind in kinds})
     if versions and versions != [harness.scorer_version]:
         raise ParamsError(
             f"params.yaml: harness.scorer_version: {harness.scorer_version!r}, but these tasks "
@@ -96,7 +97,7 @@ def roll_out(
     With `sealing_key`, the cache keeps these episodes encrypted (heldout.episodes.cache);
     `rerun` > 0 draws every episode's seed anew (heldout.episodes.seeds), for the run-level
     drift."""
-    check_scorer_version(tasks, harness)
+    check_scorer_version({task.kind for task in tasks}, harness)
     work = EpisodeWork(label, settings, agent_context(harness, root), harness,
                        config.in_flight, config.agent_threads)
     # Bad settings fail here, before any chunk ships.

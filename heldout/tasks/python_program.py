@@ -30,6 +30,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from heldout.json_lines import json_error
 from heldout.sandbox.protocol import Program
 from heldout.tasks.kinds import TaskKind
 from heldout.tasks.record import Task
@@ -58,7 +59,7 @@ def parse_cases(text: str) -> list[dict[str, str]]:
     try:
         cases = json.loads(text)
     except json.JSONDecodeError as error:
-        raise ValueError(f"not JSON: {error.msg} at column {error.colno}; expected a list of "
+        raise ValueError(f"not JSON: {json_error(error)}; expected a list of "
                          '{"input": ..., "output": ...}') from None
     if not isinstance(cases, list) or not cases:
         raise ValueError('expected a non-empty JSON list of {"input": ..., "output": ...}')

@@ -15,6 +15,7 @@ strings valid text (no lone surrogate from a \\ud800 escape), then the record's 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from collections.abc import Mapping
@@ -25,7 +26,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from heldout.errors import InputFileError, Problem
-from heldout.json_lines import MAX_INT_DIGITS, LineError, decode_line, nesting
+from heldout.json_lines import MAX_INT_DIGITS, LineError, decode_line, json_error, nesting
 from heldout.tasks.kinds import DEFAULT_KIND, TASK_KINDS
 from heldout.tasks.public_tests import read_public_tests
 from heldout.tasks.record import MAX_DEPTH, NonBlank, Task, text_problem
@@ -39,6 +40,23 @@ def load_tasks(source: str | Path) -> list[Task]:
     if str(source) == HUMANEVAL:
         return load_humaneval()
     return load_jsonl(Path(source))
+
+
+def source_kinds(source: str | Path) -> set[str] | None:
+    """The task kinds a plain source holds, read from its lines' `kind` alone (no task is
+    built, no snapshot read), so params can be checked against them before any stage runs;
+    None for a file that is not there (its stage says so)."""
+    if str(source) == HUMANEVAL:
+        return {DEFAULT_KIND}
+    if not Path(source).is_file():
+        return None
+    kinds = set()
+    for line in Path(source).read_bytes().splitlines():
+        with contextlib.suppress(ValueError):  # a broken line: the split stage names it
+            record = json.loads(line)
+            if isinstance(record, dict):
+                kinds.add(record.get("kind", DEFAULT_KIND))
+    return {kind for kind in kinds if kind in TASK_KINDS}
 
 
 def load_humaneval() -> list[Task]:
@@ -113,7 +131,7 @@ def load_jsonl_bytes(data: bytes, path: str | Path, folder: Path | None = None) 
 _SCHEMA_HINT = (
     "Each line is one JSON object with the fields id, prompt, entry_point, tests "
     "(required) and group, kind, public_tests, reference, runtime, metadata (optional); "
-    "see README.md, 'Bring your own tasks'."
+    "see docs/tasks.md."
 )
 
 
@@ -131,7 +149,7 @@ def _parse_line(raw: bytes, number: int, folder: Path | None) -> Task | list[Pro
     try:
         value = json.loads(text, parse_constant=_constant, parse_float=_float, parse_int=_int)
     except json.JSONDecodeError as error:
-        return [Problem(number, None, f"invalid JSON at column {error.colno}: {error.msg}")]
+        return [Problem(number, None, f"invalid JSON: {json_error(error)}")]
     except (ValueError, RecursionError) as error:  # the depth check makes these unexpected
         return [Problem(number, None, f"invalid JSON: {type(error).__name__}")]
     if not isinstance(value, dict):

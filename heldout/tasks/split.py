@@ -125,3 +125,22 @@ def build_manifest(
         "test_content_version": evaluated_version(splits["test"]),
         "fingerprints": {"ngram": config.ngram},
     }
+
+
+# Fewer groups than this and a group-level standard error is itself too noisy to lean on (the
+# clustered-error literature asks for tens of clusters; below 10 it is badly biased downward):
+# select's intervals and its "this val set can detect" rest on the val groups.
+MIN_VAL_GROUPS = 10
+
+
+def val_support_problem(val: list[Task]) -> str | None:
+    """Why a val split cannot support choosing between checkpoints, with what to change; None
+    if it can."""
+    groups = len({task.group for task in val})
+    if groups >= MIN_VAL_GROUPS:
+        return None
+    return (f"val holds {len(val)} task{'s' * (len(val) != 1)} in {groups} group"
+            f"{'s' * (groups != 1)}, too few for select to choose between checkpoints on (its "
+            f"intervals need at least {MIN_VAL_GROUPS} groups). Give val more groups (more "
+            "tasks, or a larger split.fractions.val), or fix the choice in advance "
+            "(select.rule: last, select.final: NAME)")
