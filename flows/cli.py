@@ -17,7 +17,15 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from flows import ERROR_FILE_ENV, PIPELINE_RUN_ENV, params_cli, samples_cli, tasks_cli, usage
+from flows import (
+    ERROR_FILE_ENV,
+    PIPELINE_RUN_ENV,
+    params_cli,
+    samples_cli,
+    scoring_options,
+    tasks_cli,
+    usage,
+)
 from flows.custody_cli import audit, key, ledger_app
 from flows.plan_cli import plan
 from flows.probe_cli import probe
@@ -120,12 +128,14 @@ def pipeline(
     """`dvc repro` as one Prefect flow: DVC decides what is stale; every stage reports to one
     Prefect API (PREFECT_API_URL, else a private server for this run); MLflow gets a summary.
     params.yaml is checked whole before any stage runs; with nothing stale, nothing starts."""
+    from flows.params import check_params_file
     from heldout.environment import apply_defaults, find_project_root
-    from stages.params_check import check_names, read_params
+    from stages.params_check import name_problems, read_params
 
     root = find_project_root()
     apply_defaults(root)
-    check_names(read_params(root))  # what DVC needs to expand dvc.yaml
+    if name_problems(read_params(root)):  # DVC cannot expand dvc.yaml: say every problem now
+        check_params_file(root)
     from flows.plan import plan
 
     found = plan(root, targets or None, force)
@@ -133,9 +143,12 @@ def pipeline(
         stdout.print(f"pipeline: nothing to do, {len(found.planned)} stages up to date",
                      highlight=False)
         return
-    from flows.params import check_params_file
-
     check_params_file(root)
+    server = ("Prefect at PREFECT_API_URL" if os.environ.get("PREFECT_API_URL") else
+              "a Prefect server of its own on loopback (tens of seconds)")
+    stdout.print(f"pipeline: {len(found.planned)} stages, DVC runs what is stale from "
+                 f"{found.stale} on; starting {server}; each stage prints its line as it ends",
+                 highlight=False)
     from flows.pipeline import pipeline_flow
     from flows.server import prefect_api
 
@@ -242,33 +255,35 @@ def compare(
     candidate_name: Annotated[
         str | None, typer.Option(help="B's label (default: its checkpoint column).")
     ] = None,
-    rerun_a: samples_cli.RerunAOption = None,
-    rerun_b: samples_cli.RerunBOption = None,
-    target_effect: samples_cli.TargetEffectOption = None,
-    groups: samples_cli.GroupsOption = None,
-    tasks: samples_cli.TasksOption = None,
-    sandbox: samples_cli.SandboxOption = "subprocess",
-    timeout_s: samples_cli.TimeoutOption = None,
-    memory_mb: samples_cli.MemoryOption = None,
-    workers: samples_cli.WorkersOption = None,
-    mlflow: samples_cli.MlflowOption = False,
+    rerun_a: scoring_options.RerunAOption = None,
+    rerun_b: scoring_options.RerunBOption = None,
+    target_effect: scoring_options.TargetEffectOption = None,
+    groups: scoring_options.GroupsOption = None,
+    tasks: scoring_options.TasksOption = None,
+    sandbox: scoring_options.SandboxOption = "subprocess",
+    timeout_s: scoring_options.TimeoutOption = None,
+    memory_mb: scoring_options.MemoryOption = None,
+    workers: scoring_options.WorkersOption = None,
+    mlflow: scoring_options.MlflowOption = False,
 ) -> None:
     """The paired report of B against A from any two rollout or samples files (samples are
-    scored first, as `heldout score` does), no pipeline needed."""
+    scored first, as `heldout score` does), no pipeline needed. A file compared with itself
+    (or with a byte-for-byte copy) is a warning, not an error: the report is written, with
+    every difference 0."""
     from heldout.report import build_report, headline_markdown, read_rollouts, write_report
-    from heldout.report.groups import compare_groups, read_groups_file
+    from heldout.report.inputs import same_input_warning
     from heldout.statistics.counts import pool_runs
 
-    setup = samples_cli.scoring(tasks, sandbox, timeout_s, memory_mb, workers)
-    given = (f"--groups {groups}", read_groups_file(groups) if groups else [])  # before scoring
+    if (same := same_input_warning(base, candidate)) is not None:
+        stderr.print(f"warning: {same}", markup=False, highlight=False, soft_wrap=True)
+    setup = samples_cli.scoring(tasks, sandbox, timeout_s, memory_mb, workers, groups=groups)
     base, candidate = samples_cli.compare_inputs(base, candidate, out, setup)
     base_table, candidate_table, reruns = pool_runs(
         [read_rollouts(base), *map(read_rollouts, rerun_a or [])],
         [read_rollouts(candidate), *map(read_rollouts, rerun_b or [])])
     report = build_report(
         base_table, candidate_table,
-        groups=compare_groups((f"--tasks {tasks}", [(t.id, t.group) for t in setup.tasks]),
-                              {base: base_table, candidate: candidate_table}, given),
+        groups=setup.groups({base: base_table, candidate: candidate_table}),
         reruns=reruns,
         base_name=base_name, candidate_name=candidate_name,
         sample=sample, allow_harness_mismatch=allow_harness_mismatch, target_effect=target_effect,

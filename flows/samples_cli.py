@@ -15,15 +15,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 
-from flows.scoring_options import (  # noqa: F401 - flows/cli.py's compare takes them from here
+from flows.scoring_options import (
     CanariesOption,
     GroupsOption,
     MemoryOption,
     MlflowOption,
-    RerunAOption,
-    RerunBOption,
     SandboxOption,
-    TargetEffectOption,
     TasksOption,
     TimeoutOption,
     WorkersOption,
@@ -43,12 +40,21 @@ SAY = {"markup": False, "highlight": False, "soft_wrap": True}
 @dataclass
 class Scoring:
     """What judging needs: the task source, its tasks and the setup; the fingerprint goes into
-    every row's `harness` column."""
+    every row's `harness` column. `given_groups`: a --groups file's label and its pairs."""
 
     source: str | None
     tasks: list[Task]
     setup: ScoringSetup | None
     canaries: bool = True
+    given_groups: tuple[str, list[tuple[str, str]]] = ("--groups", [])
+
+    def groups(self, tables: dict[Path, pd.DataFrame]) -> dict[str, str] | None:
+        """Each task's group from --tasks, --groups and the tables' `group` column, read alike
+        by score and compare (compare_groups): one file, one pass@1 interval."""
+        from heldout.report.groups import compare_groups
+
+        return compare_groups((f"--tasks {self.source}", [(t.id, t.group) for t in self.tasks]),
+                              tables, self.given_groups)
 
     @cached_property
     def by_id(self) -> dict[str, Task]:
@@ -60,10 +66,11 @@ class Scoring:
 
 
 def scoring(source: str | None, sandbox: str, timeout_s: float | None, memory_mb: int | None,
-            workers: int | None, canaries: bool = True) -> Scoring:
+            workers: int | None, canaries: bool = True, groups: Path | None = None) -> Scoring:
     from heldout.episodes.harness import Harness
     from heldout.episodes.samples import ScoringSetup
     from heldout.errors import SandboxError
+    from heldout.report.groups import read_groups_file
     from heldout.sandbox.config import BACKENDS, SandboxConfig
     from heldout.tasks.sources import load_tasks
 
@@ -75,8 +82,9 @@ def scoring(source: str | None, sandbox: str, timeout_s: float | None, memory_mb
                            memory_mb=memory_mb or harness.sandbox.memory_mb,
                            workers=workers or harness.sandbox.workers)
     tasks = load_tasks(source if source == "humaneval" else Path(source)) if source else []
+    given = (f"--groups {groups}", read_groups_file(groups) if groups else [])  # before judging
     return Scoring(source, tasks, ScoringSetup(config, timeout_s or harness.timeout_s),
-                   canaries)
+                   canaries, given)
 
 
 # What a summary keeps from the scoring of its samples when it is summarized again.
@@ -246,13 +254,13 @@ def summarize(table: pd.DataFrame, path: Path, scoring: Scoring,
                "beyond_half": beyond_half([k for k in requested if k <= n_min], n_min)},
         "statuses": {str(s): int(c) for s, c in table["status"].value_counts().items()},
         "canaries": None, "file_passed": None,
-        # The task source's groups, when one was given: the interval rests on them.
-        **summarize_checkpoint(counts, requested,
-                               groups={task.id: task.group for task in scoring.tasks} or None),
+        **summarize_checkpoint(counts, requested, groups=scoring.groups({path: table})),
     }
 
 
 def print_summary(scored: Scored) -> None:
+    from heldout.report.formatting import interval_percent, percent
+
     s = scored.summary
     per_task = s["samples_per_task"]
     n = (f"{per_task['min']} samples each" if per_task["min"] == per_task["max"]
@@ -263,10 +271,10 @@ def print_summary(scored: Scored) -> None:
     stdout.print(f"{scored.path}{into}: checkpoint {s['checkpoint']}, harness "
                  f"{str(s['harness'])[:12]}", **SAY)
     stdout.print(f"  {s['n_tasks']} tasks, {n} ({s['episodes']} samples); pass@1 "
-                 f"{p1['estimate']:.3f} [{p1['low']:.3f}, {p1['high']:.3f}] (95% interval: "
-                 f"{p1['method']})", **SAY)
-    stdout.print("  pass@k " + "  ".join(f"k={k} {v:.3f}" for k, v in s["pass_at_k"].items())
-                 + "   pass^k " + "  ".join(f"k={k} {v:.3f}"
+                 f"{percent(p1['estimate'])} {interval_percent(p1['low'], p1['high'])} (95% "
+                 f"interval: {p1['method']})", **SAY)
+    stdout.print("  pass@k " + "  ".join(f"k={k} {percent(v)}" for k, v in s["pass_at_k"].items())
+                 + "   pass^k " + "  ".join(f"k={k} {percent(v)}"
                                              for k, v in s["pass_hat_k"].items()), **SAY)
     if s["ks"]["skipped"]:
         stdout.print(f"  k={','.join(map(str, s['ks']['skipped']))} not reported: pass@k needs "
@@ -313,11 +321,12 @@ def score(
     memory_mb: MemoryOption = None,
     workers: WorkersOption = None,
     canaries: CanariesOption = True,
+    groups: GroupsOption = None,
     mlflow: MlflowOption = False,
 ) -> None:
     """Score samples files through the sandboxed judge (or summarize rollout files): a rollout
     Parquet and a summary per file, and pass@1 with its interval, pass@k, pass^k on screen."""
-    setup = scoring(tasks, sandbox, timeout_s, memory_mb, workers, canaries)
+    setup = scoring(tasks, sandbox, timeout_s, memory_mb, workers, canaries, groups)
     outs = [out or path.parent for path in files]
     for scored in score_files(files, outs, setup, ks):
         print_summary(scored)

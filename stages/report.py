@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from heldout.contamination.report import leak_methods
+from heldout.custody.access_params import TestConfig
 from heldout.custody.ledger import read_ledger
 from heldout.custody.lock import accesses, models_evaluated
 from heldout.episodes.harness import Harness
@@ -19,6 +20,7 @@ from heldout.report import (
     read_rollouts,
     stage_report,
 )
+from heldout.report.sweep import sweep_report_files
 from heldout.statistics.power import Reruns
 from stages.catalog import (
     ACCESS,
@@ -36,6 +38,7 @@ from stages.common import (
     read_manifest,
     read_params,
     section,
+    sweep_experiment,
     tracked_stage,
 )
 
@@ -81,9 +84,26 @@ def read_reruns(root: Path) -> Reruns | None:
     return Reruns(tuple(scores["base"]), tuple(scores["candidate"]))
 
 
+def sweep_report(root: Path, experiment: str) -> dict[str, Any]:
+    """The report of a sweep's experiment: its val selection and why there is no verdict. No
+    MLflow run: the stages before it logged what it shows."""
+    selection = json.loads((root / SELECTION).read_text(encoding="utf-8"))
+    metrics = {"test_split_opened": 0, "experiment": experiment}
+    with staged_outputs() as outputs:
+        for name, data in sweep_report_files(experiment, selection).items():
+            outputs.write_bytes(root / REPORTS / name, data)
+        outputs.write_json(root / TEST_METRICS, metrics)
+    print(f"report: experiment {experiment} chose {selection['chosen']} on val; no test "
+          f"verdict in a sweep: {root / REPORTS / 'report.html'}")
+    return metrics
+
+
 def run(root: Path | None = None) -> dict[str, Any]:
     root = project_root(root)
     params = read_params(root)
+    experiment = sweep_experiment(section(params, "test", TestConfig).experiment)
+    if experiment:
+        return sweep_report(root, experiment)
     harness = section(params, "harness", Harness)
     manifest = read_manifest(root)
     access = json.loads((root / ACCESS).read_text(encoding="utf-8"))
@@ -103,6 +123,7 @@ def run(root: Path | None = None) -> dict[str, Any]:
             written = stage_report(report, root / REPORTS, outputs)
             outputs.write_json(root / TEST_METRICS, report.metrics)
         print(headline_markdown(report))
+        print(f"report: {root / REPORTS / 'report.html'} (and report.md, report.json)")
         mlflow_run.log_metrics({k: v for k, v in report.metrics.items()
                                 if isinstance(v, int | float)})
         for path in written:

@@ -82,7 +82,7 @@ def test_four_one_way_flips_of_100_tasks_are_no_difference_detected():
     assert decision.test.p_value == pytest.approx(0.125)
     assert decision.difference.low < 0 < decision.difference.high
     assert names(decision) == [TEST_DOES_NOT_REJECT, INTERVAL_INCLUDES_ZERO]
-    assert decision.gates[0].message == ("sign-flip permutation, exact: p = 0.125 > 0.05")
+    assert decision.gates[0].message == "sign-flip permutation, exact: p = 0.125 > α = 0.05"
     assert decision.verdict == NO_DIFFERENCE
 
 

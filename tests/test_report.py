@@ -150,7 +150,8 @@ def test_paired_runs_are_pooled_and_their_spread_carried_into_the_verdict():
     assert report.metrics["run_drift_sd"] == pytest.approx(0.05)
     assert headline.pass_at_1.base.estimate == pytest.approx(0.45)
     assert build_report(base_runs[0], candidate_runs[0]).verdict == BETTER
-    assert report.verdict == NO_DIFFERENCE and "> 0.05; the interval includes 0" in headline.reason
+    assert report.verdict == NO_DIFFERENCE
+    assert "> α = 0.05; the interval includes 0" in headline.reason
     assert "carrying the spread of 3 paired runs of each arm" in headline.rule
     with pytest.raises(IncomparableRolloutsError, match="rerun 1 of the base holds other tasks"):
         pool_runs([base_runs[0], rollouts("base", passing(100, range(50)))], candidate_runs[:2])

@@ -128,7 +128,7 @@ def test_no_discordant_pairs_gives_p_1_and_no_difference_detected():
     assert report.verdict == NO_DIFFERENCE and "includes 0" in report.headline.reason
     assert report.power.underpowered is True
     assert ("Underpowered: only 3 task(s) or group(s) differ at all between the arms (fewer "
-            "than 10); the smallest p-value the paired test can reach with 3 is 0.25."
+            "than 10); with 3 the paired test can reach at best p = 0.25."
             ) in report.power.warnings
 
 

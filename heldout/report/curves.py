@@ -13,8 +13,9 @@ import numpy as np
 
 from heldout.report.inputs import Arm
 from heldout.report.sections import Crossing, Curve, CurvePoint, DifferencePoint, PerArm
-from heldout.statistics.bca import arm_estimate_interval, difference_interval
+from heldout.statistics.bca import difference_interval
 from heldout.statistics.intervals import Interval
+from heldout.statistics.summary import estimate_intervals
 
 
 def _leader(difference: Interval, names: PerArm[str]) -> str | None:
@@ -41,14 +42,15 @@ def curve(
     groups: np.ndarray | None = None,
 ) -> Curve:
     """`estimator` (pass_at_k or pass_hat_k) per arm at every k, with bands
-    (arm_estimate_interval), their paired difference (difference_interval), and where the two
-    curves cross; `groups`: one label per compared task, or None (heldout.statistics.grouping).
+    (estimate_intervals, the headline's own function: the band at k = 1 is its pass@1
+    interval), their paired difference (difference_interval), and where the two curves cross;
+    `groups`: one label per compared task, or None (heldout.statistics.grouping).
     """
-    per_task = arms.map(lambda arm: np.asarray(
-        estimator(arm.counts["n"].to_numpy(), arm.counts["c"].to_numpy(), ks)))
-    bands = per_task.map(lambda table: [
-        CurvePoint(k, arm_estimate_interval(table[:, column], groups=groups, seed=seed))
-        for column, k in enumerate(ks)
+    counts = arms.map(lambda arm: (arm.counts["n"].to_numpy(), arm.counts["c"].to_numpy()))
+    per_task = counts.map(lambda n_c: np.asarray(estimator(*n_c, ks)))
+    bands = counts.map(lambda n_c: [
+        CurvePoint(k, interval) for k, interval in zip(
+            ks, estimate_intervals(estimator, *n_c, ks, groups=groups, seed=seed), strict=True)
     ])
     names = arms.map(lambda arm: arm.name)
     differences = []

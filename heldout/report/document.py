@@ -17,11 +17,11 @@ from heldout.report.formatting import (
     interval_points,
     percent,
     points,
-    pvalue,
     short_fingerprint,
 )
 from heldout.report.protocol import ProtocolCard
 from heldout.report.sections import Contamination, Curve, Outcomes, PerArm
+from heldout.statistics.pvalues import alpha_text, p_value_text
 
 
 @dataclass(frozen=True)
@@ -119,14 +119,14 @@ def _headline(report: Report) -> Section:
         Paragraph(
             f"Paired test (decides): {deciding.method} on the per-task differences of pass "
             f"rates over every episode, {deciding.nonzero_units} of {deciding.units} "
-            f"{'groups' if 'group' in deciding.method else 'tasks'} differing; two-sided p = "
-            f"{pvalue(deciding.p_value)}."
+            f"{'groups' if 'group' in deciding.method else 'tasks'} differing; two-sided "
+            f"{deciding.printed_p_value}."
         ),
         Paragraph(
             f"Exact McNemar test on sample {headline.sample} (the classic paired test on one "
             f"episode per task; reported, not deciding): b = {test.b} ({base} passes, "
             f"{candidate} fails), c = {test.c} ({candidate} passes, {base} fails); two-sided "
-            f"p = {pvalue(test.pvalue)}, mid-p = {pvalue(test.midp)}."
+            f"{p_value_text(test.pvalue)}, mid-{p_value_text(test.midp)}."
         ),
         Paragraph(f"Verdict: {report.verdict}: {headline.reason}.", "verdict"),
         *(Paragraph(text, tone) for text, tone in contamination_words(
@@ -242,7 +242,7 @@ def _power(report: Report) -> Section:
         ["paired standard deviation of per-task differences",
          f"{100 * power.paired_sd:.1f} points" if power.paired_sd is not None else "0"],
         [f"minimum detectable effect of the verdict ({power.power:.0%} power, two-sided "
-         f"α = {power.alpha})",
+         f"{alpha_text(power.alpha)})",
          mde_text],
         ["observed difference", f"{points(power.observed_effect)} points"],
         [f"tasks (or groups) the observed difference needs for {power.power:.0%} power",
@@ -336,6 +336,12 @@ FIELD_LABELS = {
         "models_evaluated": "models evaluated on this test set",
     },
 }
+# Fields that are differences of rates, in points as every other table of the report writes
+# them, not as the raw fractions data/selection.json holds.
+FIELD_FORMATS: dict[str, dict[str, Callable[[float], str]]] = {
+    "selection": {"lead": lambda lead: f"{points(lead)} points",
+                  "val_mde": lambda detectable: f"{100 * detectable:.1f} points"},
+}
 PROTOCOL_TITLES = {
     "tasks": "Tasks",
     "split": "Split",
@@ -353,12 +359,14 @@ def _protocol(protocol: ProtocolCard, figures: Collection[str]) -> Section:
         table_rows = fields.pop("table", None) if key == "selection" else None
         alarms = fields.pop("public_hidden_alarms", None) if key == "selection" else None
         blocks.append(Subheading(PROTOCOL_TITLES.get(key, key)))
-        labels = FIELD_LABELS.get(key, {})
-        rows = [[labels.get(name, name), value] for name, value in _flatten(fields)]
+        labels, formats = FIELD_LABELS.get(key, {}), FIELD_FORMATS.get(key, {})
+        shown = {name: formats[name](value) if name in formats and value is not None else value
+                 for name, value in fields.items()}
+        rows = [[labels.get(name, name), value] for name, value in _flatten(shown)]
         blocks.append(Table(["field", "value"], rows))
         metric = fields.get("metric", "score")
         if table_rows:
-            blocks.append(_selection_table(table_rows, fields.get("chosen"), metric))
+            blocks.append(selection_table(table_rows, fields.get("chosen"), metric))
         blocks += [Paragraph(f"Public-versus-hidden alarm, {name} (val): {reason}", "warning")
                    for name, reason in (alarms or {}).items()]
         if key == "selection" and "val_selection" in figures:
@@ -367,7 +375,7 @@ def _protocol(protocol: ProtocolCard, figures: Collection[str]) -> Section:
     return Section("protocol", "Protocol card", blocks)
 
 
-def _selection_table(rows: list[dict[str, Any]], chosen: str | None, metric: str) -> Table:
+def selection_table(rows: list[dict[str, Any]], chosen: str | None, metric: str) -> Table:
     return Table(
         ["checkpoint", f"val {metric}", "95% interval", "public-vs-hidden alarm", "chosen"],
         [[row["checkpoint"], percent(row["value"]), interval_percent(row["low"], row["high"]),

@@ -20,10 +20,6 @@ def interval_points(low: float, high: float) -> str:
     return f"[{points(low)}, {points(high)}]"
 
 
-def pvalue(p: float) -> str:
-    return f"{p:.3g}"
-
-
 def short_fingerprint(fingerprint: str) -> str:
     return fingerprint[:12]
 

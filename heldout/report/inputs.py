@@ -3,6 +3,7 @@ refused when their harnesses differ (unless allowed), errored episodes made fail
 
 from __future__ import annotations
 
+import filecmp
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +38,24 @@ class Arm:
     @property
     def rates(self) -> np.ndarray:
         return (self.counts["c"] / self.counts["n"]).to_numpy(float)
+
+
+def same_input_warning(base: Path, candidate: Path) -> str | None:
+    """Why comparing these two files compares one set of samples with itself (one file given
+    twice, or two files of identical bytes), or None. Such a comparison runs, trivially: every
+    difference is 0, so it says nothing of either model, and is most often a slip of the
+    command line rather than a question."""
+    try:
+        if base.samefile(candidate):
+            what = f"A and B are the same file: {base}"
+        elif filecmp.cmp(base, candidate, shallow=False):
+            what = f"A and B have identical content ({base} and {candidate})"
+        else:
+            return None
+    except OSError:  # a file that cannot be read is read_rollouts' to report
+        return None
+    return (f"{what}; the comparison is of identical samples, so every difference is 0 and the "
+            "verdict says nothing about either")
 
 
 def read_rollouts(path: Path) -> pd.DataFrame:

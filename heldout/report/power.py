@@ -4,11 +4,12 @@ as "no difference" (Miller 2024, power analysis)."""
 
 from __future__ import annotations
 
-from heldout.report.formatting import points, pvalue
+from heldout.report.formatting import points
 from heldout.report.inputs import Arm
 from heldout.report.sections import PerArm, Power
 from heldout.statistics.decision import ALPHA, NO_DIFFERENCE, POWER, Decision, units_for
 from heldout.statistics.paired_tests import mcnemar_exact
+from heldout.statistics.pvalues import p_value_text
 
 # A paired test is usually trusted from 10 differing pairs on; with 5 or fewer the exact test
 # cannot reach p < 0.05 whichever way they fall (2·0.5^5 = 0.0625).
@@ -49,8 +50,8 @@ def power_section(arms: PerArm[Arm], decision: Decision,
         smallest_p = mcnemar_exact(0, discordant).pvalue
         warnings.append(
             f"Underpowered: only {discordant} task(s) or group(s) differ at all between the "
-            f"arms (fewer than {FEW_DISCORDANT}); the smallest p-value the paired test can "
-            f"reach with {discordant} is {pvalue(smallest_p)}."
+            f"arms (fewer than {FEW_DISCORDANT}); with {discordant} the paired test can reach "
+            f"at best {p_value_text(smallest_p)}."
         )
     below_mde = detectable is not None and abs(effect) < detectable
     if below_mde and decision.verdict == NO_DIFFERENCE:

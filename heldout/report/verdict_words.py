@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import math
 
-from heldout.report.formatting import interval_points, pvalue
+from heldout.report.formatting import interval_points
 from heldout.report.protocol import ProtocolCard
 from heldout.statistics.decision import ALPHA, CONFIDENCE, NOT_DECIDABLE, Decision
+from heldout.statistics.pvalues import alpha_text
 
 
 def rule_words(decision: Decision) -> str:
     drift = decision.drift
     return (
         f'"better" or "worse" only when the paired test ({decision.test.method}) rejects at '
-        f"{ALPHA:.2g} and the {CONFIDENCE:.0%} interval of the difference excludes 0"
+        f"{alpha_text(ALPHA)} and the {CONFIDENCE:.0%} interval of the difference excludes 0"
         + (f", both carrying the spread of {drift.n_runs} paired runs of each arm" if drift
            else " (no reruns were given, so no run-level drift is carried)")
         + ', and no gate voids the comparison (fewer than 30 tasks or groups, fewer than 30 '
@@ -40,7 +41,7 @@ def reason_words(decision: Decision) -> str:
         return "; ".join([*also, statistics])
     if holding:
         return "; ".join(gate.message for gate in holding) + f" (interval {shown})" + caveats
-    return (f"p = {pvalue(test.p_value)} ({test.method}), the interval {shown} excludes 0"
+    return (f"{test.method}: {test.printed_p_value}, the interval {shown} excludes 0"
             + caveats)
 
 

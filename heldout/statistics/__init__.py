@@ -13,7 +13,9 @@ cites its sources in its docstrings.
 - paired_tests: the sign-flip permutation test (over tasks or groups), Newcombe's paired score
   interval, the paired bootstrap of a difference, the exact McNemar test
 - power: design effect, minimum detectable effect, tasks required, run-level drift of reruns
-- summary: one version's per-task counts summarized
+- summary: one version's per-task counts summarized; estimate_intervals, the one function
+  behind every pass@k and pass^k interval shown (pass@1 is its k = 1)
+- pvalues: how a p-value (exact, or Monte Carlo with its resolution) and α are written
 - decision: the verdict on a candidate against its base, and the gates it must pass
 - counts, selection: per-task counts from rollout rows; choosing a checkpoint on validation
 

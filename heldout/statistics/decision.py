@@ -51,13 +51,15 @@ from heldout.statistics.paired_tests import (
     paired_score_interval,
 )
 from heldout.statistics.power import Reruns, RunDrift, required_units, run_drift, verdict_mde
+from heldout.statistics.pvalues import alpha_text
 from heldout.statistics.studentized import drift_factor, studentized_test
 
 BETTER, WORSE, NO_DIFFERENCE = "better", "worse", "no difference detected"
 NOT_DECIDABLE = "not decidable"
 # Part of the rule, so not parameters: a level chosen after seeing the data would be no rule.
-CONFIDENCE = 0.95
-ALPHA = 1 - CONFIDENCE
+# α is the literal and the confidence 1 − α (exactly 0.95): 1 − 0.95 is 0.050000000000000044.
+ALPHA = 0.05
+CONFIDENCE = 1 - ALPHA
 POWER = 0.8
 MIN_UNITS = 30  # tasks, and groups: below this the interval's own coverage is not to be trusted
 MIN_FAILURE_CAPABLE = 50  # tasks some arm fails at least once: fewer cannot show a difference
@@ -171,8 +173,8 @@ class Decision:
     def _holding_gates(self) -> list[Gate]:
         fired = []
         if not self.test.rejects:
-            fired.append(Gate(TEST_DOES_NOT_REJECT, f"{self.test.method}: p = "
-                              f"{self.test.p_value:.3g} > {ALPHA:.2g}", False))
+            fired.append(Gate(TEST_DOES_NOT_REJECT, f"{self.test.method}: "
+                              f"{self.test.printed_p_value} > {alpha_text(ALPHA)}", False))
         if self.difference.low <= 0 <= self.difference.high:
             fired.append(Gate(INTERVAL_INCLUDES_ZERO, "the interval includes 0", False))
         return fired
@@ -357,10 +359,13 @@ def _skew_robust(differences: np.ndarray, signs: PermutationTest, groups: np.nda
                                    drift_df=drift.df if drift is not None else math.inf,
                                    seed=seed)
     p_value = max(signs.p_value, studentized.p_value)
+    # The p reported is one of the two, and it is written with that one's resolution.
+    draws, floor = ((studentized.resamples, studentized.p_floor)
+                    if studentized.p_value > signs.p_value else (signs.draws, signs.floor))
     test = PermutationTest(
-        signs.statistic, p_value, signs.units, signs.nonzero_units, signs.exact, signs.draws,
+        signs.statistic, p_value, signs.units, signs.nonzero_units, draws is None, draws,
         f"{studentized.method} and {signs.method}, both rejecting (p the larger)",
-        bool(p_value <= ALPHA))
+        bool(p_value <= ALPHA), floor)
     difference = studentized.interval
     if betting_decides(studentized.units, signs.nonzero_units):
         betting = betting_interval(differences, groups=groups, confidence=CONFIDENCE,

@@ -91,10 +91,19 @@ def pass_at_k(n: ArrayLike, c: ArrayLike, k: ArrayLike) -> float | np.ndarray:
     n, c: per-task episode and success counts, scalars or arrays (per-task n may differ).
     k: scalar, or an array giving one column per k. Returns a float for scalar input, else an
     array of shape broadcast(n, c).shape + k.shape (tasks × k).
+
+    At k = 1 it is c/n, computed as that quotient: 1 − (n − c)/n is c/n in exact arithmetic
+    but not always in floating point (1 − 7/10 is not 3/10), and pass@1 must be the pass rate
+    to the last bit, so that every table showing it shows one number with one interval.
+
     Raises ValueError for k < 1, k > n, c outside [0, n], n > MAX_EPISODES (3,037,000,498,
     beyond which the integer keys of the computation would wrap) or non-integer input.
     """
-    return scalar_or_array(1.0 - _comb_ratio_table(n, c, k, "pass@k"))
+    complement = 1.0 - _comb_ratio_table(n, c, k, "pass@k")
+    c, n = check_successes(c, n)
+    k = whole_numbers("k", k)
+    rate = (c / n).reshape(c.shape + (1,) * k.ndim)
+    return scalar_or_array(np.where(k == 1, rate, complement))
 
 
 def pass_hat_k(n: ArrayLike, c: ArrayLike, k: ArrayLike) -> float | np.ndarray:

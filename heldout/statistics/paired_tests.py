@@ -37,6 +37,7 @@ from heldout.statistics.intervals import (
     constant_bounds,
     wilson_interval,
 )
+from heldout.statistics.pvalues import p_value_text
 
 # Up to this many non-zero units every sign pattern is counted; beyond it, Monte Carlo.
 EXACT_MAX_UNITS = 20
@@ -54,6 +55,9 @@ class PermutationTest:
     units: the tasks, or the groups, whose signs are flipped; nonzero_units: those whose
     difference (or group sum) is not 0, the only ones a flip changes. exact: every pattern was
     counted; draws: the Monte Carlo draws, None when exact. rejects: p_value <= alpha.
+    floor: the smallest p-value the draws can give, 1/(1 + draws) (None when exact): the
+    p-value's resolution. The verdict's intersection-union test (heldout.statistics.decision)
+    is this record too, its exact, draws and floor those of the test whose p it reports.
     """
 
     statistic: float
@@ -64,6 +68,12 @@ class PermutationTest:
     draws: int | None
     method: str
     rejects: bool
+    floor: float | None = None  # absent from report.json files written before it was kept
+
+    @property
+    def printed_p_value(self) -> str:
+        """The p-value as heldout writes it, with its resolution when it is Monte Carlo."""
+        return p_value_text(self.p_value, draws=self.draws, floor=self.floor)
 
 
 def paired_permutation_test(
@@ -133,7 +143,7 @@ def paired_permutation_test(
               + ("exact" if exact else f"Monte Carlo with {draws:,} draws"))
     return PermutationTest(float(differences.sum()), float(p_value), int(sums.size),
                            int(nonzero.size), exact, None if exact else int(draws), method,
-                           bool(p_value <= alpha))
+                           bool(p_value <= alpha), None if exact else 1 / (1 + draws))
 
 
 def _binomial_share(values: np.ndarray) -> float:

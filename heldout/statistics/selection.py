@@ -15,10 +15,11 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from heldout.errors import ParamsError
-from heldout.statistics.bca import arm_estimate_interval, mean_standard_error
+from heldout.statistics.bca import mean_standard_error
 from heldout.statistics.estimators import pass_at_k
 from heldout.statistics.grouping import group_labels
 from heldout.statistics.power import mde
+from heldout.statistics.summary import estimate_intervals
 
 RULES = ("best", "one_se", "last")
 _METRIC = re.compile(r"^pass@(\d+)$")
@@ -64,7 +65,7 @@ def select_checkpoint(
 
     best: the highest val metric (ties: the earlier checkpoint in `order`); one_se: the
     earliest checkpoint within one standard error of the best; last: `final`. `groups` maps
-    task id to group: the intervals (arm_estimate_interval), the standard errors (the cluster
+    task id to group: the intervals (estimate_intervals), the standard errors (the cluster
     one, mean_standard_error) and the detectable lead then rest on the groups, since tasks of
     one group rise and fall together and counting them apart would make noise look like a lead.
     """
@@ -76,7 +77,10 @@ def select_checkpoint(
     table = []
     for name in order:
         column = values[name].to_numpy()
-        interval = arm_estimate_interval(column, groups=labels, seed=seed)
+        arm = counts[counts["checkpoint"] == name].set_index("task_id").loc[values.index]
+        # The val scores' and the report's own function, so the row shows their interval.
+        interval, = estimate_intervals(pass_at_k, arm["n"].to_numpy(), arm["c"].to_numpy(),
+                                       config.k, groups=labels, seed=seed)
         table.append({
             "checkpoint": name, "value": interval.estimate, "low": interval.low,
             "high": interval.high, "se": mean_standard_error(column, groups=labels),
@@ -121,12 +125,15 @@ def _lead(values: pd.DataFrame, table: list[dict], chosen: dict,
     detectable = mde(float(spread), units)
     lead = chosen["value"] - runner_up["value"]
     exceeds = bool(lead > detectable)
+    # In percentage points, as the report writes every difference of rates.
     note = (
-        f"{chosen['checkpoint']} leads {runner_up['checkpoint']} by {lead:+.3f} on val, "
-        + (f"more than the {detectable:.3f} this val set can detect."
+        f"{chosen['checkpoint']} leads {runner_up['checkpoint']} by {100 * lead:+.1f} points "
+        "on val, "
+        + (f"more than the {100 * detectable:.1f} points this val set can detect."
            if exceeds else
-           f"less than the {detectable:.3f} this val set can detect: the choice between them "
-           "is noise, and the test split will say how the chosen one compares with the base.")
+           f"less than the {100 * detectable:.1f} points this val set can detect: the choice "
+           "between them is noise, and the test split will say how the chosen one compares "
+           "with the base.")
     )
     return {"runner_up": runner_up["checkpoint"], "lead": lead, "val_mde": detectable,
             "lead_exceeds_mde": exceeds, "note": note}

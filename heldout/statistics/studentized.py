@@ -72,6 +72,11 @@ class StudentizedTest:
     method: str
     rejects: bool
 
+    @property
+    def p_floor(self) -> float:
+        """The smallest two-sided p-value B resamples can give, 2/(1 + B): the resolution."""
+        return 2 / (1 + self.resamples)
+
 
 def studentized_test(
     differences: ArrayLike,
