@@ -20,6 +20,7 @@ from heldout.report import (
     read_rollouts,
     stage_report,
 )
+from heldout.report.dvc_view import test_metrics
 from heldout.report.sweep import sweep_report_files
 from heldout.statistics.power import Reruns
 from stages.catalog import (
@@ -88,7 +89,7 @@ def sweep_report(root: Path, experiment: str) -> dict[str, Any]:
     """The report of a sweep's experiment: its val selection and why there is no verdict. No
     MLflow run: the stages before it logged what it shows."""
     selection = json.loads((root / SELECTION).read_text(encoding="utf-8"))
-    metrics = {"test_split_opened": 0, "experiment": experiment}
+    metrics = {"verdict": f"none: a sweep ({experiment})"}
     with staged_outputs() as outputs:
         for name, data in sweep_report_files(experiment, selection).items():
             outputs.write_bytes(root / REPORTS / name, data)
@@ -121,7 +122,7 @@ def run(root: Path | None = None) -> dict[str, Any]:
         )
         with staged_outputs() as outputs:
             written = stage_report(report, root / REPORTS, outputs)
-            outputs.write_json(root / TEST_METRICS, report.metrics)
+            outputs.write_json(root / TEST_METRICS, test_metrics(report))
         print(headline_markdown(report))
         print(f"report: {root / REPORTS / 'report.html'} (and report.md, report.json)")
         mlflow_run.log_metrics({k: v for k, v in report.metrics.items()

@@ -361,3 +361,22 @@ def test_the_html_report_renders_its_headline_in_headless_chromium(
     assert (folder / "screenshot.png").stat().st_size > 10_000
     with capsys.disabled():
         print(f"\nscreenshot of the rendered report: {folder / 'screenshot.png'}")
+
+
+def test_metrics_test_json_is_the_verdict_word_and_its_few_numbers():
+    """`dvc metrics show` draws every metrics file in one table, a column per key: the test
+    file holds the verdict as the headline says it and a dozen numbers, not the report's 40."""
+    from heldout.report.dvc_view import TEST_COLUMNS, test_metrics
+
+    report = build_report(rollouts("base", passing(40, range(10))),
+                          rollouts("fixed", passing(40, range(30))))
+    shown = test_metrics(report)
+    assert shown["verdict"] == report.verdict == "better"
+    assert len(shown) <= 13 < len(report.metrics)
+    for key, column in TEST_COLUMNS.items():
+        if key in report.metrics:
+            assert shown[column] == report.metrics[key]
+    assert shown["diff_lo"] <= shown["diff"] <= shown["diff_hi"]
+    same = build_report(rollouts("base", passing(40, range(10))),
+                        rollouts("same", passing(40, range(10))))
+    assert test_metrics(same)["verdict"] == "no difference detected"
