@@ -10,11 +10,12 @@ import pytest
 from heldout.episodes.harness import EXECUTION_ONLY, Harness
 from heldout.sandbox.config import SandboxConfig
 
-# What the default harness gives since on_truncation entered the fingerprint (before:
-# fe084cf5... since sandbox.container_per did, e2a91030... since episodes became a loop with
-# tools and per-episode budgets, abe2fdc2... under the two-process judge, f179c0d8... with
+# What the default harness gives since timeout_s became CPU time, with sandbox.wall_factor's
+# backstop (before: 251cf003... since on_truncation entered the fingerprint, fe084cf5... since
+# sandbox.container_per did, e2a91030... since episodes became a loop with tools and
+# per-episode budgets, abe2fdc2... under the two-process judge, f179c0d8... with
 # python-function/1). Only a change of what a score means may change it.
-DEFAULT_FINGERPRINT = "251cf003e7fea393a8ea2be22a3a559d58f215c1abc0a2cb6011190283b44e3c"
+DEFAULT_FINGERPRINT = "110b139c66a99a3b307c53b21dcf36c6ef977bee2b7e448c8bc0fcb05b55bc81"
 DEFAULT_JSON = (
     '{"template": "{prompt}", "temperature": 0.8, "top_p": 0.95, "max_tokens": 512, '
     '"max_turns": 1, "max_tool_calls": 8, "max_cost_usd": null, "tools": '
@@ -22,8 +23,8 @@ DEFAULT_JSON = (
     '"timeout_s": 10.0, '
     '"agent_timeout_s": 120.0, "n": 10, "seed": 0, "retries": 1, "sandbox": {"backend": '
     '"subprocess", "image": "heldout-python:3.11", "memory_mb": 512, "cpus": 1.0, '
-    '"workers": 2, "network": "none", "container_per": "task"}, "scorer_version": '
-    '"python-function/2"}'
+    '"workers": 2, "network": "none", "container_per": "task", "wall_factor": 4.0}, '
+    '"scorer_version": "python-function/2"}'
 )
 
 
@@ -41,7 +42,7 @@ def test_only_what_can_change_a_score_changes_the_fingerprint():
 
 @pytest.mark.parametrize("setting", [
     {"container_per": "program"}, {"backend": "docker"}, {"image": "python:3.12-slim"},
-    {"memory_mb": 1024}, {"cpus": 2.0},
+    {"memory_mb": 1024}, {"cpus": 2.0}, {"wall_factor": 8.0},
 ])
 def test_every_sandbox_setting_that_can_change_a_score_changes_the_fingerprint(setting):
     changed = Harness(sandbox=setting)

@@ -26,6 +26,7 @@ import time
 import pytest
 
 from heldout.episodes.judge import score
+from heldout.sandbox.base import WALL_FACTOR
 from heldout.sandbox.protocol import ExecResult
 from heldout.tasks import load_tasks
 from heldout.tasks.record import Task
@@ -33,7 +34,8 @@ from tests.conftest import reason_line
 
 LIMITS = {"timeout_s": 3.0, "memory_mb": 512}
 SHORT = {"timeout_s": 2.0, "memory_mb": 512}  # for cases that may end at the deadline
-SLACK_S = 8.0  # scoring ends within the deadline plus this (container start, worker restart)
+# Scoring ends within the wall-clock backstop plus this (container start, worker restart).
+SLACK_S = 8.0
 REASON = "[heldout judge] "
 HUMANEVAL = {task.id: task for task in load_tasks("humaneval")}
 HE0, HE2, HE38 = HUMANEVAL["HumanEval/0"], HUMANEVAL["HumanEval/2"], HUMANEVAL["HumanEval/38"]
@@ -171,7 +173,8 @@ def judged(task: Task, completion: str, sandbox, limits: dict | None = None) -> 
     started = time.monotonic()
     result = score(task, completion, sandbox, **limits)
     elapsed = time.monotonic() - started
-    assert elapsed < limits["timeout_s"] + SLACK_S, f"scoring took {elapsed:.1f} s: it hung"
+    backstop_s = limits["timeout_s"] * WALL_FACTOR
+    assert elapsed < backstop_s + SLACK_S, f"scoring took {elapsed:.1f} s: it hung"
     return result
 
 

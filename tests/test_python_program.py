@@ -279,13 +279,16 @@ def test_a_case_has_its_own_time_limit(subprocess_sandbox):
     assert time.monotonic() - started < 0.5 + SLACK_S
 
 
-def test_the_programs_deadline_bounds_all_its_cases(subprocess_sandbox):
+def test_the_programs_cpu_time_limit_bounds_all_its_cases(subprocess_sandbox):
+    # Each case computes for 0.7 s, under its own limit; all of them, in the candidate's forks,
+    # count against the program's 2 s of CPU time.
     many = program_task(cases(*((f"{i}\n", f"{i}\n") for i in range(8))), "many",
-                        case_timeout_s=1.0)
+                        case_timeout_s=1.5)
     started = time.monotonic()
-    result = judged(many, "import time\ntime.sleep(0.7)\nprint(input())\n", subprocess_sandbox,
-                    timeout_s=2.0, memory_mb=512)
+    result = judged(many, "import time\nwhile time.process_time() < 0.7:\n    pass\n"
+                          "print(input())\n", subprocess_sandbox, timeout_s=2.0, memory_mb=512)
     assert (result.passed, result.status) == (False, "timeout")
+    assert reason_line(result).endswith("the candidate used its 2 s of CPU")
     assert time.monotonic() - started < 2.0 + SLACK_S
 
 

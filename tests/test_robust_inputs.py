@@ -70,8 +70,8 @@ def good_row(**changes) -> dict:
            "completion_sha": sha256_hex("x"), "passed": True, "public_passed": None,
            "status": "ok", "error": "", "finish_reason": "stop", "tokens_in": 10,
            "tokens_out": 5, "turns": 1, "tool_calls": 1, "end_reason": "submitted",
-           "agent_s": 0.1, "exec_s": 0.2, "cost_usd": 0.0, "trajectory": "[]",
-           "step_timings": "[]"}
+           "agent_s": 0.1, "exec_s": 0.2, "exec_cpu_s": 0.1, "cost_usd": 0.0,
+           "trajectory": "[]", "step_timings": "[]"}
     row.update(changes)
     return row
 
@@ -112,7 +112,7 @@ def test_an_invalid_row_becomes_an_error_row_naming_the_field(case: str):
     assert fixed["error"] == f"invalid row: {message}"
     assert (fixed["status"], fixed["passed"], fixed["public_passed"]) == ("error", False, None)
     assert {fixed[c] for c in ("tokens_in", "tokens_out", "turns", "tool_calls")} == {0}
-    assert {fixed[c] for c in ("agent_s", "exec_s", "cost_usd")} == {0.0}
+    assert {fixed[c] for c in ("agent_s", "exec_s", "exec_cpu_s", "cost_usd")} == {0.0}
     assert (fixed["task_id"], fixed["sample"], fixed["seed"], fixed["harness"]) == ("t", 0, 7, "h")
     assert row_problems(fixed) == []
 

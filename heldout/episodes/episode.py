@@ -96,7 +96,7 @@ def _attempt_episode(agent: Agent, sandbox: Sandbox, harness: Harness, episode: 
         "finish_reason": outcome.finish_reason, "tokens_in": _total(outcome, "tokens_in"),
         "tokens_out": _total(outcome, "tokens_out"), "turns": outcome.turns,
         "tool_calls": outcome.tool_calls, "end_reason": outcome.end_reason,
-        "agent_s": clock() - started, "exec_s": 0.0,
+        "agent_s": clock() - started, "exec_s": 0.0, "exec_cpu_s": 0.0,
         "cost_usd": _total(outcome, "cost_usd"),
         "trajectory": _json_column(
             "trajectory", lambda: stored_steps(outcome.trajectory(), program), built),
@@ -120,7 +120,7 @@ def _attempt_episode(agent: Agent, sandbox: Sandbox, harness: Harness, episode: 
     truncated = status == "ok" and outcome.finish_reason == "length"
     passed = hidden.passed and not (truncated and harness.on_truncation == "fail")
     row.update(passed=passed, status="truncated" if truncated else status,
-               exec_s=hidden.exec_s,
+               exec_s=hidden.exec_s, exec_cpu_s=hidden.cpu_s,
                error="" if passed else ("cut at max_tokens (harness.on_truncation: fail)"
                                         if hidden.passed else _describe(hidden)))
     if len(results) > 1:

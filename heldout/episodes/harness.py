@@ -18,10 +18,11 @@ from heldout.tasks.kinds import DEFAULT_KIND, task_kind
 # How an evaluation is executed, not what it measures: left out of the fingerprint. Only
 # `workers` is: it sets how many programs run at once, and nothing any one program is given
 # (its source, inputs, limits, container), and each verdict is its own judge's alone, so the
-# same programs get the same verdicts, sooner. (A machine loaded enough to push a program past
-# its time limit does so whatever `workers` says: no fingerprint pins a machine's load.) Every
-# other sandbox setting can change a score and is in: `backend` and `image` (what a program
-# runs on and with), `memory_mb` and `cpus` (its limits), `network`, and `container_per`:
+# same programs get the same verdicts, sooner. (How loaded the machine is changes no verdict
+# either: a program's time limit is CPU time, and only a load beyond `wall_factor` could bring a
+# program that computes to the wall-clock backstop.) Every other sandbox setting can change a
+# score and is in: `backend` and `image` (what a program runs on and with), `memory_mb`, `cpus`
+# and `wall_factor` (its limits), `network`, and `container_per`:
 # under "task" a task's samples run one after another in one container, under "program" each
 # in a fresh one, so whatever one program could leave behind for the next is there or not.
 EXECUTION_ONLY = {"sandbox": {"workers"}}
@@ -55,7 +56,10 @@ class Harness(BaseModel):
     on_truncation: Literal["fail", "score"] = Field(
         default="fail",
         description="a reply cut at max_tokens: a failure, or its program scored as it stands")
-    timeout_s: float = Field(default=10.0, gt=0, description="per program, in the sandbox")
+    timeout_s: float = Field(
+        default=10.0, gt=0,
+        description="CPU seconds per program, in the sandbox (sandbox.wall_factor times as "
+                    "many of wall clock at most)")
     agent_timeout_s: float = Field(default=120.0, gt=0, description="per episode, wall time")
     n: int = Field(default=10, ge=1, description="episodes per task")
     seed: int = 0

@@ -43,12 +43,15 @@ ROW_COLUMNS = {
     "end_reason": "string",
     "agent_s": "float64",
     "exec_s": "float64",
+    "exec_cpu_s": "float64",
     "cost_usd": "float64",
     "trajectory": "string",
     "step_timings": "string",
 }
-# Wall-clock columns: the only ones two runs of the same episodes may disagree on.
-TIMING_COLUMNS = ("agent_s", "exec_s", "step_timings")
+# Timings: the wall-clock columns and the judged program's CPU time (the time limit counts it,
+# and it too differs a little from one run to the next), the only columns two runs of the same
+# episodes may disagree on.
+TIMING_COLUMNS = ("agent_s", "exec_s", "exec_cpu_s", "step_timings")
 # Columns that hold what the agent wrote and was shown (test prompts, public-test output): the
 # test stage keeps them sealed and its rollout files leave them out.
 TEST_CONTENT_COLUMNS = ("completion", "trajectory")
@@ -210,7 +213,7 @@ def invalid_row(identity: Mapping[str, Any], problems: list[str]) -> dict[str, A
         "public_passed": None, "status": "error",
         "error": ("invalid row: " + "; ".join(problems))[:2000], "finish_reason": "",
         "tokens_in": 0, "tokens_out": 0, "turns": 0, "tool_calls": 0, "end_reason": "error",
-        "agent_s": 0.0, "exec_s": 0.0, "cost_usd": 0.0, "trajectory": "[]",
+        "agent_s": 0.0, "exec_s": 0.0, "exec_cpu_s": 0.0, "cost_usd": 0.0, "trajectory": "[]",
         "step_timings": "[]",
     }
 

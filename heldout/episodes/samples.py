@@ -235,8 +235,8 @@ def sample_row(sample: SampleRow, result: ExecResult, harness: str) -> dict[str,
         "public_passed": None, "status": _status(result),
         "error": "" if result.passed else _describe(result), "finish_reason": "",
         "tokens_in": 0, "tokens_out": 0, "turns": 0, "tool_calls": 0,
-        "end_reason": "submitted", "agent_s": 0.0, "exec_s": result.exec_s, "cost_usd": 0.0,
-        "trajectory": "[]", "step_timings": "[]",
+        "end_reason": "submitted", "agent_s": 0.0, "exec_s": result.exec_s,
+        "exec_cpu_s": result.cpu_s, "cost_usd": 0.0, "trajectory": "[]", "step_timings": "[]",
     })
 
 

@@ -18,11 +18,15 @@ JAIL_PATH = Path(__file__).with_name("jail.py")
 COMPANIONS = {
     name: Path(__file__).with_name(f"{name.rpartition('_')[2]}.py").read_text(encoding="utf-8")
     for name in ("heldout_sandbox_codec", "heldout_sandbox_roles", "heldout_sandbox_world",
-                 "heldout_sandbox_zygote", "heldout_sandbox_outcomes")
+                 "heldout_sandbox_zygote", "heldout_sandbox_outcomes", "heldout_sandbox_watch")
 }
 SEND_JUDGE = {"send": "judge"}  # runner.py asks for the judge's part of the job with this
 # A judged program runs as two users: the candidate's, and the judge's this far above it.
 JUDGE_UID_OFFSET = 1000
+# The wall-clock backstop, in multiples of a program's CPU time limit: it ends a program that
+# sleeps or blocks; one that computes meets its CPU limit first unless the machine's load slows
+# it more than this many times.
+WALL_FACTOR = 4.0
 
 # The locale survives into programs (it decides how they decode text); nothing else does.
 LOCALE_VARIABLES = ("LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ")
@@ -38,13 +42,18 @@ def as_program(program: str | Program) -> Program:
     return program if isinstance(program, Program) else Program(source=program)
 
 
-def job(program: Program, timeout_s: float, memory_mb: int) -> dict[str, Any]:
+def job(
+    program: Program, timeout_s: float, memory_mb: int, wall_factor: float
+) -> dict[str, Any]:
+    """The runner's job: `timeout_s` seconds of CPU time, and a wall-clock backstop
+    `wall_factor` times as long."""
     if timeout_s <= 0 or memory_mb <= 0:
         raise SandboxError(f"limits must be positive: timeout_s={timeout_s}, memory_mb={memory_mb}")
     one_job = {
         "source": program.source,
         "stdin": program.stdin,
         "timeout_s": timeout_s,
+        "wall_s": timeout_s * wall_factor,
         "memory_mb": memory_mb,
     }
     if program.judge is not None:
@@ -79,6 +88,7 @@ def result_from(reply: dict[str, Any], network_isolated: bool) -> ExecResult:
         stderr_tail=reply["stderr_tail"],
         exec_s=reply["exec_s"],
         network_isolated=network_isolated,
+        cpu_s=reply["cpu_s"],
     )
 
 
@@ -90,6 +100,7 @@ def error_reply(message: str) -> dict[str, Any]:
         "stdout_tail": "",
         "stderr_tail": f"[heldout] {message}",
         "exec_s": 0.0,
+        "cpu_s": 0.0,
     }
 
 

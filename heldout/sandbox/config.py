@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from heldout.errors import SandboxError
 from heldout.plugins import InvalidSettings, Plugin, Registry
+from heldout.sandbox.base import WALL_FACTOR
 from heldout.sandbox.protocol import DEFAULT_IMAGE, Sandbox
 
 # A backend's factory takes its validated settings and returns an open Sandbox. The docker
@@ -20,8 +21,8 @@ BACKENDS = Registry("sandbox backend", [
 
 
 def make_sandbox(backend: str = "subprocess", **settings: Any) -> Sandbox:
-    """A sandbox of the named backend. Settings: `workers` (both); `python`, `hidden_paths`
-    (subprocess); `image`, `cpus`, `container_per` (docker)."""
+    """A sandbox of the named backend. Settings: `workers`, `wall_factor` (both); `python`,
+    `hidden_paths` (subprocess); `image`, `cpus`, `container_per` (docker)."""
     if backend not in BACKENDS:
         raise SandboxError(f"unknown sandbox backend {backend!r}; choose one of {BACKENDS.names}")
     try:
@@ -48,6 +49,9 @@ class SandboxConfig(BaseModel):
     workers: int = Field(2, ge=1)  # programs (subprocess) or containers (docker) at once
     network: Literal["none"] = "none"
     container_per: Literal["task", "program"] = "task"  # docker: a task's samples share one
+    # The wall-clock backstop, in multiples of the CPU time limit (harness.timeout_s): it ends
+    # a program that sleeps or blocks, and a timeout under it is one all the same.
+    wall_factor: float = Field(WALL_FACTOR, ge=1)
 
     def open(self) -> Sandbox:
         # The section holds the settings of every backend; each is given those it has.

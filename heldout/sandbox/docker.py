@@ -30,6 +30,7 @@ from heldout.sandbox.base import (
     COMPANIONS,
     JUDGE_UID_OFFSET,
     RUNNER_PATH,
+    WALL_FACTOR,
     BatchSandbox,
     as_program,
     error_reply,
@@ -81,7 +82,8 @@ def engine_address() -> str:
 class DockerSettings(BaseModel):
     """`make_sandbox("docker", ...)`: `workers` containers at once, each with `cpus` CPUs, from
     `image` unless a program names its own; `container_per` is "task" (one container per
-    group of programs) or "program"."""
+    group of programs) or "program"; `wall_factor`, the wall-clock backstop in multiples of a
+    program's CPU time limit."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -89,6 +91,7 @@ class DockerSettings(BaseModel):
     workers: int = Field(2, ge=1)
     cpus: float = Field(1.0, gt=0)
     container_per: Literal["task", "program"] = "task"
+    wall_factor: float = Field(WALL_FACTOR, ge=1)
 
 
 class DockerSandbox(BatchSandbox):
@@ -99,6 +102,7 @@ class DockerSandbox(BatchSandbox):
         self.workers = settings.workers
         self.cpus = settings.cpus
         self.container_per = settings.container_per
+        self.wall_factor = settings.wall_factor
         self._client = client or _connect()
         self._images_present: set[str] = set()
         self._require_image(self.image)
@@ -107,7 +111,7 @@ class DockerSandbox(BatchSandbox):
         self, programs: Sequence[str | Program], *, timeout_s: float, memory_mb: int
     ) -> list[ExecResult]:
         programs = [as_program(p) for p in programs]
-        jobs = [job(p, timeout_s, memory_mb) for p in programs]
+        jobs = [job(p, timeout_s, memory_mb, self.wall_factor) for p in programs]
         batches = self._batches(programs)
         images = [programs[indices[0]].image or self.image for indices in batches]
         for image in images:
@@ -185,7 +189,7 @@ class DockerSandbox(BatchSandbox):
             channel = _Channel(attached._sock)
             channel.read_line(time.monotonic() + START_LIMIT_S)  # the runner's READY
             for one_job in jobs:
-                deadline = time.monotonic() + one_job["timeout_s"] + REPLY_MARGIN_S
+                deadline = time.monotonic() + one_job["wall_s"] + REPLY_MARGIN_S
                 replies.append(exchange(one_job, channel.send,
                                         lambda deadline=deadline: channel.read_line(deadline)))
             channel.close()

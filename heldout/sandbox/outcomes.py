@@ -5,9 +5,14 @@ Standard library only, no heldout imports: the runner (runner.py) loads this fil
 module of its own inside the sandbox.
 """
 
+import collections
 import json
 import os
 import signal
+
+# A program's limits and what it used: `timeout_s` of CPU time, `wall_s` of wall-clock time
+# (the backstop), and `cpu_s`, the CPU time it used (watch.py).
+Clock = collections.namedtuple("Clock", "timeout_s wall_s cpu_s", defaults=(0.0,))
 
 # Where the memory cgroup counts its kills: cgroup v2, then v1 (absent outside a container).
 _OOM_COUNTERS = ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control")
@@ -28,16 +33,25 @@ def oom_kills():
     return None
 
 
-def program_status(ended, exit_code, stderr, oom_killed, timeout_s, output_mb):
+def cpu_spent(who, clock):
+    return f"{who} used its {clock.timeout_s:g} s of CPU"
+
+
+def program_status(ended, exit_code, stderr, oom_killed, clock, output_mb):
     """A plain program's status and the note added to its stderr, from how it ended
-    ("exited", "timeout", or "output": it wrote more than `output_mb` MiB)."""
-    if ended == "timeout":
-        return "timeout", f"\n[heldout] no exit within {timeout_s:g} s: killed"
+    ("exited"; "cpu" or "wall", its limits in `clock`; "output": it wrote more than `output_mb`
+    MiB). A program that used its CPU time before it exited timed out, however it exited."""
+    if ended == "cpu" or (ended == "exited" and clock.cpu_s >= clock.timeout_s):
+        killed = ": killed" if ended == "cpu" else ""
+        return "timeout", f"\n[heldout] {cpu_spent('the program', clock)}{killed}"
+    if ended == "wall":
+        return "timeout", (f"\n[heldout] no exit within {clock.wall_s:g} s of wall clock, with "
+                           f"{clock.cpu_s:.2f} s of CPU used: killed")
     if ended == "output":
         return "failed", f"\n[heldout] more than {output_mb} MiB of output: killed"
     if exit_code == 0:
         return "ok", ""
-    if exit_code == -signal.SIGXCPU:
+    if exit_code == -signal.SIGXCPU:  # one process reached the kernel's limit (RLIMIT_CPU)
         return "timeout", "\n[heldout] CPU time limit reached"
     if oom_killed:
         return "oom", "\n[heldout] killed by the memory limit"
@@ -85,17 +99,23 @@ def pass_on(size, target):
             os.close(discard)
 
 
-def judged_status(ended, verdict, out_of_memory, timeout_s):
+def judged_status(ended, verdict, out_of_memory, clock):
     """The program's status and the reason's line, from how the runner saw the judge end
-    ("exited", "timeout", or "output": the candidate wrote too much)."""
-    if ended == "timeout":
-        return "timeout", f"no verdict within {timeout_s:g} s: killed"
+    ("exited"; "cpu": the judge used its own CPU time; "wall": the backstop; "output": the
+    candidate wrote too much) and the candidate's CPU time (`clock`): a pass needs the
+    candidate within its limit."""
+    if ended == "cpu":
+        return "timeout", cpu_spent("the judge", clock) + ": killed"
+    if ended == "wall":
+        return "timeout", f"no verdict within {clock.wall_s:g} s of wall clock: killed"
     if ended == "output":
         return "failed", "the candidate wrote too much output: killed"
     if verdict is None:
         # The memory cgroup of a container is the judge's too: its kill may fall on the judge.
         return ("oom" if out_of_memory else "failed"), "the judge ended without a verdict"
     if verdict["passed"]:
+        if clock.cpu_s >= clock.timeout_s:
+            return "timeout", cpu_spent("the candidate", clock)
         return "ok", verdict["reason"]
     if verdict["kind"] in ("timeout", "oom"):
         return verdict["kind"], verdict["reason"]

@@ -1,7 +1,8 @@
 """Running untrusted programs: the result record and the Sandbox protocol.
 
 Two backends run a program the same way, through `runner.py` (one fresh interpreter per
-program, its own work directory, rlimits, a deadline, capped output):
+program, its own work directory, rlimits, a CPU time limit with a wall-clock backstop, capped
+output):
 - `subprocess` (the default): long-lived runner workers on this machine, each inside fresh
   network, mount, PID and IPC namespaces, with the host's files out of sight and read-only;
 - `docker`: the runner inside a container with no network, a read-only root and no
@@ -29,8 +30,11 @@ class ExecResult:
     exit_code: int | None  # None when the program never started or its end is unknown
     stdout_tail: str
     stderr_tail: str
-    exec_s: float
+    exec_s: float  # wall-clock seconds
     network_isolated: bool
+    # CPU seconds (user and system) of the program's own processes, the candidate's for a judged
+    # program: what its time limit, `timeout_s`, counts (heldout/sandbox/watch.py).
+    cpu_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -52,7 +56,8 @@ class Program:
 
 class Sandbox(Protocol):
     def run(self, program: str | Program, *, timeout_s: float, memory_mb: int) -> ExecResult:
-        """Run one program to its end, its deadline or a limit."""
+        """Run one program to its end or a limit: `timeout_s` seconds of CPU time (and a
+        wall-clock backstop some times longer), `memory_mb` of memory."""
         ...
 
     def run_many(

@@ -26,6 +26,7 @@ import contextlib
 import io
 import json
 import os
+import select
 import sys
 import time
 import types
@@ -197,19 +198,41 @@ class Passed(BaseException):
         self.reason = reason
 
 
+class Limits:
+    """The candidate's limits as the judge sees them: the wall-clock backstop (`deadline`, a
+    time.monotonic() value, `wall_s` after the start), and the runner's word, on `spent_fd`,
+    once the candidate has used its CPU time (runner.py). The runner writes it before it ends
+    the candidate, so a call that waits for an answer wakes on it, and one that finds the
+    channel closed, a frame cut short or its deadline passed reads it before anything else."""
+
+    def __init__(self, deadline, wall_s, spent_fd):
+        self.deadline, self.wall_s, self.spent_fd = deadline, wall_s, spent_fd
+        self.spent = None
+
+    def check(self):
+        """Raise the candidate's timeout if the runner said its CPU is used up."""
+        if self.spent is None and select.select([self.spent_fd], [], [], 0)[0]:
+            self.spent = os.read(self.spent_fd, 4096).decode("utf-8", "replace") or \
+                "the runner ended the candidate"
+        if self.spent is not None:
+            raise CallFailed(self.spent, "timeout")
+
+
 class Candidate:
     """The entry point, as the tests see it: each call crosses to the candidate process as
     plain data and comes back as plain data."""
 
-    def __init__(self, name, calls, answers, deadline, codec):
+    def __init__(self, name, calls, answers, limits, codec, deadline=None):
         self.__name__ = name
-        self._calls, self._answers, self._deadline, self._codec = calls, answers, deadline, codec
+        self._calls, self._answers, self._limits, self._codec = calls, answers, limits, codec
+        self._deadline = limits.deadline if deadline is None else deadline
 
     def __call__(self, *args, **kwargs):
-        codec = self._codec
+        codec, limits = self._codec, self._limits
+        limits.check()
         if time.monotonic() >= self._deadline:
             # Past the deadline no answer can count: nothing is asked of a stuck candidate.
-            raise CallFailed(f"no answer from {self.__name__} before the deadline", "timeout")
+            raise CallFailed(self._late(), "timeout")
         try:
             request = codec.encode([self.__name__, list(args), kwargs])
         except codec.CodecError as error:
@@ -219,21 +242,32 @@ class Candidate:
             # A candidate that already ended may have left its last word (why it did not load).
             with contextlib.suppress(codec.ChannelClosed):
                 codec.write_frame(self._calls, request)
+            # The answer, or the runner's word that the candidate's CPU is spent, first.
+            select.select([self._answers, limits.spent_fd], [], [],
+                          max(0.0, self._deadline - time.monotonic()))
+            limits.check()
             answer = codec.decode(codec.read_frame(self._answers, self._deadline, REPLY_LIMIT))
-        except codec.FrameTimeout:
-            raise CallFailed(f"no answer from {self.__name__} before the deadline",
-                             "timeout") from None
-        except codec.ChannelClosed:
-            raise CallFailed("the candidate process ended during a call") from None
         except codec.CodecError as error:
+            # Ended for its CPU inside a frame, the candidate leaves a frame cut short, or one
+            # that a process of its own, still alive, never ends.
+            limits.check()
+            if isinstance(error, codec.FrameTimeout):
+                raise CallFailed(self._late(), "timeout") from None
+            if isinstance(error, codec.ChannelClosed):
+                raise CallFailed("the candidate process ended during a call") from None
             raise CallFailed(f"the candidate's answer is not plain data: {error}") from None
         return self._unpack(answer)
+
+    def _late(self):
+        if self._deadline < self._limits.deadline:
+            return f"no answer from {self.__name__} before the deadline"
+        return f"no answer from {self.__name__} within {self._limits.wall_s:g} s of wall clock"
 
     def within(self, seconds):
         """This proxy with a deadline `seconds` from now, or the program's where that comes
         first: a judge that asks once per test case gives each case its own time limit."""
-        return Candidate(self.__name__, self._calls, self._answers,
-                         min(self._deadline, time.monotonic() + seconds), self._codec)
+        return Candidate(self.__name__, self._calls, self._answers, self._limits, self._codec,
+                         min(self._deadline, time.monotonic() + seconds))
 
     @staticmethod
     def fail(reason, kind="failed"):
@@ -265,10 +299,11 @@ class Candidate:
         raise CallFailed("the candidate's answer is not an answer")
 
 
-def run_judge(size, calls, answers, verdicts, deadline, codec):
+def run_judge(size, calls, answers, verdicts, limits, codec):
     """Read the judge's part of the job (`size` bytes of JSON: prompt, tests, entry point) from
-    fd 0, run the tests against the candidate and write the verdict, one JSON object, to
-    `verdicts`: {"passed": bool, "kind": "ok" | "failed" | "timeout" | "oom", "reason": str}."""
+    fd 0, run the tests against the candidate, within `limits` (Limits), and write the verdict,
+    one JSON object, to `verdicts`: {"passed": bool, "kind": "ok" | "failed" | "timeout" |
+    "oom", "reason": str}."""
     payload = b""
     while len(payload) < size:
         chunk = os.read(0, size - len(payload))
@@ -283,7 +318,7 @@ def run_judge(size, calls, answers, verdicts, deadline, codec):
         # The prompt is trusted text: its helpers (encode_cyclic, poly) are the judge's own.
         exec(compile(spec["prompt"], "prompt.py", "exec"), namespace)
         namespace[spec["entry_point"]] = Candidate(spec["entry_point"], calls, answers,
-                                                   deadline, codec)
+                                                   limits, codec)
         exec(every_assert(spec["tests"]), namespace)
     except BaseException as error:  # noqa: BLE001 - any other end of the tests is a failure
         failures.append(error)

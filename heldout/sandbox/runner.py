@@ -3,10 +3,17 @@
 Standard library only, no heldout imports: the subprocess backend runs this file inside the
 jail of jail.py, the docker backend passes its source to `python3 -c` in the container. Its
 settings (a JSON argument) carry the sources of its companions (codec.py, roles.py, world.py,
-zygote.py, outcomes.py). It writes READY, then answers each job, a JSON line on stdin
-({"source", "stdin", "timeout_s", "memory_mb"}, and "judge_bytes" for a judged program), with a
-JSON line on stdout ({"status", "exit_code", "stdout_tail", "stderr_tail", "exec_s"}); the next
-job comes after the reply.
+zygote.py, outcomes.py, watch.py). It writes READY, then answers each job, a JSON line on stdin
+({"source", "stdin", "timeout_s", "wall_s", "memory_mb"}, and "judge_bytes" for a judged
+program), with a JSON line on stdout ({"status", "exit_code", "stdout_tail", "stderr_tail",
+"exec_s", "cpu_s"}); the next job comes after the reply.
+
+`timeout_s` is CPU time (watch.py): the plain program's or the candidate's, over all its
+processes and threads, and the judge's own, apart; `wall_s` is the wall-clock backstop, several
+times longer, which ends a program that sleeps or blocks. Either ends the program as `timeout`,
+each with its reason. `exec_s` is the program's wall-clock time, `cpu_s` its CPU time. When the
+candidate has used its CPU the runner says so to the judge (on the judge's fd SPENT) before it
+ends the candidate, and the judge's pending call, and every later one, fails as a timeout.
 
 A judged program (roles.py) is a candidate and a judge, started as two users of their own. The
 judge's part (prompt, tests, entry point) never passes through the runner: once both are
@@ -36,7 +43,6 @@ import json
 import math
 import os
 import resource
-import selectors
 import shutil
 import signal
 import sys
@@ -55,25 +61,11 @@ _MAX_FD = 1 << 16
 READY = '{"ready": true}'
 SEND_JUDGE = '{"send": "judge"}'
 PROGRAM_FILE = "main.py"
-# A judged candidate's channel: calls in on CALLS, answers out on ANSWERS (roles.py).
-CALLS, ANSWERS, VERDICTS = 3, 4, 5
+# A judged candidate's channel: calls in on CALLS, answers out on ANSWERS (roles.py); the
+# judge's verdict goes out on VERDICTS, and the runner's word that the candidate's CPU is
+# spent comes in on SPENT.
+CALLS, ANSWERS, VERDICTS, SPENT = 3, 4, 5, 6
 JUDGE_GRACE_S = 0.5
-
-
-class _Tail:
-    """The last `size` bytes of a stream, and how many bytes it had."""
-
-    def __init__(self, size):
-        self.size = size
-        self.data = b""
-        self.total = 0
-
-    def add(self, chunk):
-        self.total += len(chunk)
-        self.data = (self.data + chunk)[-self.size :]
-
-    def text(self):
-        return self.data.decode("utf-8", "replace")
 
 
 class Runner:
@@ -123,7 +115,8 @@ class Runner:
             with open(path, "w", encoding="utf-8") as file:
                 file.write(job["source"])
             run = self._run_judged if "judge_bytes" in job else self._run_in
-            return run(job, path, float(job["timeout_s"]), int(job["memory_mb"]))
+            clock = outcomes.Clock(float(job["timeout_s"]), float(job["wall_s"]))
+            return run(job, path, clock, int(job["memory_mb"]))
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
 
@@ -132,7 +125,12 @@ class Runner:
         return {"role": role, "uid": uid, "path": path, "timeout_s": timeout_s,
                 "memory_mb": memory_mb, **more}
 
-    def _run_in(self, job, path, timeout_s, memory_mb):
+    def _meter(self, clock, uid, pid):
+        """The CPU meter of the program started as `pid`: every process of its user where the
+        user is the program's own, else of its session (its own: `_become`)."""
+        return watch.Meter(clock.timeout_s, uid=uid, session=None if uid is not None else pid)
+
+    def _run_in(self, job, path, clock, memory_mb):
         # Into the kernel at once, for the program's fd 0 alone.
         stdin = _memory_file(job.pop("stdin", "").encode("utf-8"))
         stdout_r, stdout_w = os.pipe()
@@ -140,31 +138,30 @@ class Runner:
         oom_kills = outcomes.oom_kills()
         started = time.monotonic()
         try:
-            pid = self.zygote.spawn(self._request("main", self.uid, path, timeout_s, memory_mb),
-                                    (stdin, stdout_w, stderr_w))
+            pid = self.zygote.spawn(
+                self._request("main", self.uid, path, clock.timeout_s, memory_mb),
+                (stdin, stdout_w, stderr_w))
         finally:
             for fd in (stdin, stdout_w, stderr_w):
                 os.close(fd)
-        stdout, stderr = _Tail(self.tail_bytes), _Tail(self.tail_bytes)
+        stdout, stderr = watch.Tail(self.tail_bytes), watch.Tail(self.tail_bytes)
         pipes = {stdout_r: stdout, stderr_r: stderr}
-        ended = self._watch(pid, pipes, started + timeout_s)
+        program = self._meter(clock, self.uid, pid)
+        ended, _ = watch.watch(pid, pipes, [program], started + clock.wall_s, self.max_output)
+        # Read before the program is collected: until then an ended process still counts.
+        clock = clock._replace(cpu_s=program.read())
         if ended != "exited":
             _kill_group(pid)
         wait_status = self.zygote.wait(pid)
         exit_code = os.waitstatus_to_exitcode(wait_status)
         exec_s = time.monotonic() - started
         self._sweep(pid)
-        _drain(pipes)
+        watch.drain(pipes)
         status, note = outcomes.program_status(ended, exit_code, stderr.text(),
-                                            self._oom_killed(oom_kills, exit_code), timeout_s,
-                                            self.max_output // _MIB)
-        return {
-            "status": status,
-            "exit_code": exit_code,
-            "stdout_tail": stdout.text(),
-            "stderr_tail": stderr.text() + note,
-            "exec_s": round(exec_s, 6),
-        }
+                                               self._oom_killed(oom_kills, exit_code), clock,
+                                               self.max_output // _MIB)
+        return _reply(status, exit_code, stdout.text(), stderr.text() + note, exec_s,
+                      clock.cpu_s)
 
     def _become(self, request, fds):
         """In a fork of the zygote: take the request's user, limits and `fds` (0, 1, 2, ... in
@@ -203,15 +200,16 @@ class Runner:
     def _play(request, path, env):
         role = request["role"]
         if role == "judge":
+            limits = roles.Limits(float(request["deadline"]), float(request["wall_s"]), SPENT)
             return roles.run_judge(int(request["judge_bytes"]), CALLS, ANSWERS, VERDICTS,
-                                   float(request["deadline"]), codec)
+                                   limits, codec)
         with open(path, encoding="utf-8") as file:
             source = file.read()
         if role == "candidate":
             return roles.run_candidate(source, path, env, CALLS, ANSWERS, codec)
         return roles.run_as_main(source, path, env)
 
-    def _run_judged(self, job, path, timeout_s, memory_mb):
+    def _run_judged(self, job, path, clock, memory_mb):
         """A candidate and a judge (roles.py); the judge's verdict is the program's result."""
         calls_r, calls_w = os.pipe()
         answers_r, answers_w = os.pipe()
@@ -219,30 +217,45 @@ class Runner:
         stderr_r, stderr_w = os.pipe()
         part_r, part_w = os.pipe()
         verdicts_r, verdicts_w = os.pipe()
+        spent_r, spent_w = os.pipe()
         null = os.open(os.devnull, os.O_RDWR)
         oom_kills = outcomes.oom_kills()
         started = time.monotonic()
-        deadline = started + timeout_s
         try:
             candidate = self.zygote.spawn(
-                self._request("candidate", self.uid, path, timeout_s, memory_mb),
+                self._request("candidate", self.uid, path, clock.timeout_s, memory_mb),
                 (null, stdout_w, stderr_w, calls_r, answers_w))
             judge = self.zygote.spawn(
-                self._request("judge", self.judge_uid, path, timeout_s, memory_mb,
-                              judge_bytes=int(job["judge_bytes"]), deadline=deadline),
-                (part_r, null, null, calls_w, answers_r, verdicts_w))
+                self._request("judge", self.judge_uid, path, clock.timeout_s, memory_mb,
+                              judge_bytes=int(job["judge_bytes"]),
+                              deadline=started + clock.wall_s, wall_s=clock.wall_s),
+                (part_r, null, null, calls_w, answers_r, verdicts_w, spent_r))
         finally:
             for fd in (calls_r, calls_w, answers_r, answers_w, stdout_w, stderr_w, part_r,
-                       verdicts_w, null):
+                       verdicts_w, spent_r, null):
                 os.close(fd)
         self._say(SEND_JUDGE)
         outcomes.pass_on(int(job["judge_bytes"]), part_w)
-        stdout, stderr = _Tail(self.tail_bytes), _Tail(self.tail_bytes)
+        stdout, stderr = watch.Tail(self.tail_bytes), watch.Tail(self.tail_bytes)
         pipes = {stdout_r: stdout, stderr_r: stderr}
-        # The judge's own deadline is the program's: a moment more lets it say what timed out.
-        ended = self._watch(judge, pipes, deadline + JUDGE_GRACE_S)
-        # How the candidate ended counts only where it ended before our SIGKILL after the verdict.
-        wait_status = self.zygote.wait(candidate, block=False)
+        candidate_cpu = self._meter(clock, self.uid, candidate)
+        judge_cpu = self._meter(clock, self.judge_uid, judge)
+        # The judge's own deadline is the backstop: a moment more lets it say what timed out.
+        until = started + clock.wall_s + JUDGE_GRACE_S
+        ended, spent = watch.watch(judge, pipes, [candidate_cpu, judge_cpu], until,
+                                   self.max_output)
+        candidate_spent = spent is candidate_cpu
+        if candidate_spent:
+            # Said before the candidate ends: the judge's call reads it before the closed pipe
+            # (a judge that has just ended has no more calls to make).
+            with contextlib.suppress(BrokenPipeError):
+                os.write(spent_w, outcomes.cpu_spent("the candidate", clock).encode())
+            _kill_group(candidate)
+            ended, spent = watch.watch(judge, pipes, [judge_cpu], until, self.max_output)
+        os.close(spent_w)
+        clock = clock._replace(cpu_s=candidate_cpu.read())
+        # How the candidate ended counts only where it ended before a SIGKILL of ours.
+        wait_status = None if candidate_spent else self.zygote.wait(candidate, block=False)
         _kill_group(candidate)
         if ended != "exited":
             _kill_group(judge)
@@ -252,18 +265,13 @@ class Runner:
         self.zygote.wait(judge)
         exec_s = time.monotonic() - started
         self._sweep(candidate, judge)
-        _drain(pipes)
+        watch.drain(pipes)
         verdict = outcomes.read_verdict(verdicts_r)
         out_of_memory = self._oom_killed(oom_kills, candidate_code) or \
             stderr.text().rstrip().rpartition("\n")[2].startswith("MemoryError")
-        status, reason = outcomes.judged_status(ended, verdict, out_of_memory, timeout_s)
-        return {
-            "status": status,
-            "exit_code": 0 if status == "ok" else None,
-            "stdout_tail": stdout.text(),
-            "stderr_tail": stderr.text() + f"\n[heldout judge] {reason}",
-            "exec_s": round(exec_s, 6),
-        }
+        status, reason = outcomes.judged_status(ended, verdict, out_of_memory, clock)
+        return _reply(status, 0 if status == "ok" else None, stdout.text(),
+                      stderr.text() + f"\n[heldout judge] {reason}", exec_s, clock.cpu_s)
 
     def _limits(self, timeout_s, memory_mb):
         cpu_s = math.ceil(timeout_s) + 1
@@ -278,32 +286,6 @@ class Runner:
             limits.append((resource.RLIMIT_NPROC, (self.nproc,) * 2))
         for which, value in limits:
             resource.setrlimit(which, value)
-
-    def _watch(self, pid, pipes, deadline):
-        """Collect output until the program exits ("exited"), its deadline ("timeout") or
-        too much output ("output")."""
-        exit_fd = os.pidfd_open(pid)
-        try:
-            with selectors.DefaultSelector() as selector:
-                for fd, tail in pipes.items():
-                    selector.register(fd, selectors.EVENT_READ, tail)
-                selector.register(exit_fd, selectors.EVENT_READ, None)
-                while True:
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0:
-                        return "timeout"
-                    for key, _ in selector.select(remaining):
-                        if key.data is None:
-                            return "exited"
-                        chunk = os.read(key.fd, 65536)
-                        if not chunk:
-                            selector.unregister(key.fd)
-                            continue
-                        key.data.add(chunk)
-                        if sum(tail.total for tail in pipes.values()) > self.max_output:
-                            return "output"
-        finally:
-            os.close(exit_fd)
 
     def _oom_killed(self, kills_before, exit_code):
         """Whether the memory cgroup killed the program: its own count says so where it can be
@@ -340,32 +322,19 @@ def _memory_file(data):
     return fd
 
 
+def _reply(status, exit_code, stdout, stderr, exec_s, cpu_s):
+    return {"status": status, "exit_code": exit_code, "stdout_tail": stdout,
+            "stderr_tail": stderr, "exec_s": round(exec_s, 6), "cpu_s": round(cpu_s, 6)}
+
+
 def _kill_group(pid):
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
 
 
-def _drain(pipes, within_s=0.5):
-    """Read what was written before the end; a writer that escaped the sweep (where there is
-    no sweep) must not keep us waiting."""
-    give_up = time.monotonic() + within_s
-    with selectors.DefaultSelector() as selector:
-        for fd, tail in pipes.items():
-            selector.register(fd, selectors.EVENT_READ, tail)
-        while selector.get_map() and time.monotonic() < give_up:
-            for key, _ in selector.select(give_up - time.monotonic()):
-                chunk = os.read(key.fd, 65536)
-                if chunk and key.data.total < 2 * _MIB:
-                    key.data.add(chunk)
-                else:
-                    selector.unregister(key.fd)
-    for fd in pipes:
-        os.close(fd)
-
-
 def _load_companions(sources):
     """codec.py and roles.py, from the sources the host sent (a container has no heldout)."""
-    global codec, roles, world, zygote, outcomes
+    global codec, roles, world, zygote, outcomes, watch
     for name, source in sources.items():
         module = types.ModuleType(name)
         module.__file__ = f"<{name}>"
@@ -374,13 +343,14 @@ def _load_companions(sources):
         module.__builtins__ = dict(vars(builtins))
         sys.modules[name] = module
         exec(compile(source, module.__file__, "exec"), module.__dict__)
-    codec, roles, world, zygote, outcomes = (sys.modules[name] for name in COMPANIONS)
+    codec, roles, world, zygote, outcomes, watch = (sys.modules[name] for name in COMPANIONS)
 
 
 COMPANIONS = ("heldout_sandbox_codec", "heldout_sandbox_roles", "heldout_sandbox_world",
-              "heldout_sandbox_zygote", "heldout_sandbox_outcomes")
-RUNNER_MODULES = (__name__, "heldout_sandbox_zygote", "heldout_sandbox_outcomes")
-codec = roles = world = zygote = outcomes = None
+              "heldout_sandbox_zygote", "heldout_sandbox_outcomes", "heldout_sandbox_watch")
+RUNNER_MODULES = (__name__, "heldout_sandbox_zygote", "heldout_sandbox_outcomes",
+                  "heldout_sandbox_watch")
+codec = roles = world = zygote = outcomes = watch = None
 
 
 def main(argv):

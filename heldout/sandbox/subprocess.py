@@ -37,6 +37,7 @@ from heldout.sandbox.base import (
     JAIL_PATH,
     JUDGE_UID_OFFSET,
     RUNNER_PATH,
+    WALL_FACTOR,
     BatchSandbox,
     as_program,
     error_reply,
@@ -54,7 +55,7 @@ PROGRAM_UIDS = range(61000, 62000)
 PROGRAM_PROCESSES = 32
 WORK_TMPFS_MB = 256
 # The runner's own work after a program (killing, reaping, draining) is bounded by a few
-# seconds; past this margin over the program's deadline the worker is presumed lost.
+# seconds; past this margin over the program's wall-clock backstop the worker is presumed lost.
 REPLY_MARGIN_S = 30.0
 
 _warned_unisolated = False
@@ -70,7 +71,8 @@ def namespaces_available() -> bool:
 
 class SubprocessSettings(BaseModel):
     """`make_sandbox("subprocess", ...)`: `workers` runners, each running one program at a
-    time. `python` is the interpreter the runners (and so the programs) use, by default this
+    time, for its time limit of CPU time or `wall_factor` times that of wall-clock time, the
+    backstop. `python` is the interpreter the runners (and so the programs) use, by default this
     one. Programs see only the jail's allow-list (jail.py: /usr, the interpreter, a few
     devices, /proc, the work folder), so `hidden_paths` is needed only for what lies inside
     it: those paths, and the user's home and the working directory, are covered there with
@@ -80,6 +82,7 @@ class SubprocessSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     workers: int = Field(2, ge=1)
+    wall_factor: float = Field(WALL_FACTOR, ge=1)
     python: str | None = None
     hidden_paths: tuple[str, ...] = ()
 
@@ -87,6 +90,7 @@ class SubprocessSettings(BaseModel):
 class SubprocessSandbox(BatchSandbox):
     def __init__(self, settings: SubprocessSettings):
         self.workers = settings.workers
+        self.wall_factor = settings.wall_factor
         self.python = os.path.realpath(settings.python or sys.executable)
         self.network_isolated = namespaces_available()
         if not self.network_isolated:
@@ -103,7 +107,7 @@ class SubprocessSandbox(BatchSandbox):
     ) -> list[ExecResult]:
         if self._closed:
             raise SandboxError("this sandbox is closed")
-        jobs = [job(as_program(p), timeout_s, memory_mb) for p in programs]
+        jobs = [job(as_program(p), timeout_s, memory_mb, self.wall_factor) for p in programs]
         with ThreadPoolExecutor(max_workers=min(self.workers, len(jobs) or 1)) as pool:
             replies = list(pool.map(self._run_job, jobs))
         return [result_from(reply, self.network_isolated) for reply in replies]
@@ -122,7 +126,7 @@ class SubprocessSandbox(BatchSandbox):
         try:
             if worker is None:
                 worker = self._start_worker()
-            return worker.execute(one_job, one_job["timeout_s"] + REPLY_MARGIN_S)
+            return worker.execute(one_job, one_job["wall_s"] + REPLY_MARGIN_S)
         except _WorkerLost as lost:
             worker.stop()
             worker = None
