@@ -76,7 +76,8 @@ def test_canaries_oracle_returns_the_reference_blind_an_indented_pass():
 def test_unknown_kind_and_unknown_setting_name_the_checkpoint_and_field():
     with pytest.raises(ParamsError, match=r"checkpoints.c1.agent: 'gpt' is not an agent kind"):
         make_agent("c1", {"agent": "gpt"}, CONTEXT)
-    with pytest.raises(ParamsError, match=r"checkpoints.c2.skil: not a field heldout reads; did you mean 'skill'"):
+    with pytest.raises(ParamsError,
+                       match=r"checkpoints.c2.skil: not a field heldout reads; did you mean 'skill'"):
         make_agent("c2", {"agent": "demo", "skil": 1.0}, CONTEXT)
 
 

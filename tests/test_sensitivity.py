@@ -90,7 +90,8 @@ def test_the_refused_fields_are_harness_fields_each_with_a_reason():
 def test_the_sensitivity_section_is_checked_like_every_section():
     params = {"sensitivity": {"reference": SINGLE_SHOT, "fields": {"max_turns": [2]},
                               "episodes": 3}}
-    with pytest.raises(ParamsError, match="params.yaml: sensitivity.episodes: not a field heldout reads; the fields are "):
+    with pytest.raises(ParamsError, match="params.yaml: sensitivity.episodes: not a field "
+                                          "heldout reads; the fields are "):
         section(params, "sensitivity", SensitivityConfig)
     with pytest.raises(ParamsError, match="params.yaml: sensitivity.reference: Field required"):
         section({"sensitivity": {"fields": {"max_turns": [2]}}}, "sensitivity",
