@@ -77,7 +77,8 @@ def test_unknown_kind_and_unknown_setting_name_the_checkpoint_and_field():
     with pytest.raises(ParamsError, match=r"checkpoints.c1.agent: 'gpt' is not an agent kind"):
         make_agent("c1", {"agent": "gpt"}, CONTEXT)
     with pytest.raises(ParamsError,
-                       match=r"checkpoints.c2.skil: not a field heldout reads; did you mean 'skill'"):
+                       match=r"checkpoints.c2.skil: not a field heldout reads; did you "
+                             r"mean 'skill'"):
         make_agent("c2", {"agent": "demo", "skil": 1.0}, CONTEXT)
 
 
