@@ -55,7 +55,8 @@ def protocol_card(root: Path, manifest: dict, harness: Harness, access: dict) ->
                   "count": sum(manifest["counts"].values())},
         "split": {"salt": manifest["salt"], "fractions": manifest["fractions"],
                   "test_version": manifest["test_version"], "digests": manifest["digests"]},
-        "harness": {"fingerprint": harness.fingerprint(), **harness.model_dump(mode="json")},
+        "harness": {"fingerprint": harness.fingerprint(), **harness.model_dump(mode="json"),
+                    "sandbox": harness.sandbox.in_effect()},
         "selection": json.loads((root / SELECTION).read_text(encoding="utf-8")),
         "test_access": {
             "test_version": manifest["test_version"],

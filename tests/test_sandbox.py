@@ -596,6 +596,14 @@ def test_a_missing_image_is_a_sandbox_error_saying_how_to_get_one(docker_sandbox
     assert "heldout-no-such-image:0" in str(raised.value)
 
 
+def test_the_protocol_card_shows_the_sandbox_fields_its_backend_uses():
+    """A subprocess run has no image, cpus or container_per (issue 27, item 7)."""
+    assert set(SandboxConfig().in_effect()) == {"backend", "memory_mb", "network", "workers",
+                                                "wall_factor"}
+    docker = SandboxConfig(backend="docker").in_effect()
+    assert {"image", "cpus", "container_per"} <= set(docker)
+
+
 def test_the_config_is_strict_and_opens_the_backend_it_names(subprocess_sandbox):
     config = SandboxConfig()
     assert (config.backend, config.image, config.network) == ("subprocess", DEFAULT_IMAGE, "none")

@@ -54,6 +54,14 @@ class SandboxConfig(BaseModel):
     wall_factor: float = Field(WALL_FACTOR, ge=1)
 
     def open(self) -> Sandbox:
+        return make_sandbox(self.backend, **self.model_dump(include=self._backend_fields()))
+
+    def in_effect(self) -> dict[str, object]:
+        """The fields that act on this backend, for a reader (the protocol card): the section
+        holds every backend's settings, and a subprocess run has no image or cpus."""
+        return self.model_dump(mode="json",
+                               include={"backend", "memory_mb", "network", *self._backend_fields()})
+
+    def _backend_fields(self) -> set[str]:
         # The section holds the settings of every backend; each is given those it has.
-        accepted = BACKENDS[self.backend].settings_model().model_fields
-        return make_sandbox(self.backend, **self.model_dump(include=set(accepted)))
+        return set(BACKENDS[self.backend].settings_model().model_fields)
