@@ -23,7 +23,7 @@ from heldout.episodes.judge import score_many
 from heldout.episodes.repository_environment import RepositoryEnvironment
 from heldout.sandbox.config import make_sandbox
 from heldout.tasks.sources import load_tasks
-from tests.test_repository_tasks import plain_pytest_passes
+from tests.tasks.test_repository_tasks import plain_pytest_passes
 
 TASKS = load_tasks(Path(__file__).resolve().parent.parent / "tasks/examples/repository.jsonl")
 LIMITS = {"timeout_s": 30.0, "memory_mb": 1024}

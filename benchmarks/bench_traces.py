@@ -13,7 +13,7 @@ heldout.episodes.rows.ROW_COLUMNS. Reported, per 1,000 episodes:
 
 Over a tracking server (the REST store a team's MLFLOW_TRACKING_URI names), both writers side
 by side in one run: `--tracking-server` starts `mlflow server` on loopback over a temporary
-SQLite store (one worker, as tests/browser.py does), `--tracking-uri http://HOST:PORT` uses a
+SQLite store (one worker, as tests/chromium.py does), `--tracking-uri http://HOST:PORT` uses a
 running one (store bytes are then not measured). "span_api" is what the stage used over REST
 before issue 23, "batch" what it uses now.
 

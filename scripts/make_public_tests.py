@@ -11,7 +11,7 @@ and every refuted assert, then `public_tests`: task id -> text, for the tasks th
 heldout.tasks.sources reads it when loading "humaneval"; nothing else derives at load time.
 
 Re-run it when the rule (heldout/tasks/public_tests.py) or the HumanEval data changes;
-tests/test_public_tests.py fails while the file is not what this script writes.
+tests/tasks/test_public_tests.py fails while the file is not what this script writes.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ read into the record when the file is loaded.
 `fail_to_pass` and `pass_to_pass` are computed, never written by hand: every test collected from
 the repository with its hidden tests is run through heldout's judge in the sandbox, at the base
 and with the reference; a test that fails at the base and passes with the reference is
-fail-to-pass, one that passes at both pass-to-pass. tests/test_repository_tasks.py fails while
+fail-to-pass, one that passes at both pass-to-pass. tests/tasks/test_repository_tasks.py fails while
 the file is not what this script writes.
 """
 

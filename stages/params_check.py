@@ -31,7 +31,7 @@ from pydantic import BaseModel, ValidationError
 from heldout.errors import HeldoutError, ParamsError, not_a_field
 
 # stages.catalog.PARAMS_FILE (not imported: the catalog imports the custody guard, and the cheap
-# tier runs before anything heavy; tests/test_terminal.py holds the two together).
+# tier runs before anything heavy; tests/pipeline/test_terminal.py holds the two together).
 PARAMS_FILE = "params.yaml"
 # A checkpoint's name is a DVC foreach key (`rollouts@<name>`), a params path
 # (`checkpoints.<name>`, so no dots), a file name (data/rollouts/val/<name>.parquet) and an MLflow

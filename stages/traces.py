@@ -17,7 +17,7 @@ Traces go to the run's tracking store and nowhere else: spans are written straig
 in batches (a SQL store, or a tracking server's REST store, which takes them on its own OTLP
 route), never through OpenTelemetry exporters, so no OTLP endpoint in the environment is ever
 contacted and telemetry stays off. The test split is never traced: its
-episodes are sealed, and stages/test.py does not import this module (tests/test_traces.py).
+episodes are sealed, and stages/test.py does not import this module (tests/browser/test_traces.py).
 """
 
 from __future__ import annotations

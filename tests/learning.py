@@ -2,8 +2,8 @@
 nothing and learns hidden answers wherever state survives from one judged program to the next
 and the judge's pattern of calls says which answers were right (tests/data/learner.py).
 
-Used by tests/test_learning_completion.py (a few tasks) and benchmarks/bench_learner.py (every
-HumanEval task and every embedded program, on both backends)."""
+Used by tests/sandbox/test_learning_completion.py (a few tasks) and benchmarks/bench_learner.py
+(every HumanEval task and every embedded program, on both backends)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Asymmetric nulls for the verdict (issue 24): many tasks gain a little, a few lose a lot, and
 the population mean difference is exactly 0. Shared by the fast check in
-tests/test_verdict_skew.py and the grid in benchmarks/verdict_simulation.py.
+tests/statistics/test_verdict_skew.py and the grid in benchmarks/verdict_simulation.py.
 
 A task's base pass probability is p ~ Beta(a, b). With probability `losers` it loses the share
 `loss` of it (q = p·(1 − loss)); otherwise it gains the share g of what it lacks

@@ -189,3 +189,22 @@ def test_the_readmes_names_from_before_the_regrouping_still_import_and_are_the_n
     assert (heldout.scoring.score, heldout.scoring.score_many) == (
         heldout.episodes.judge.score, heldout.episodes.judge.score_many)
     assert (make_sandbox, load_tasks) == (new_make_sandbox, new_load_tasks)
+
+
+# The tests' rooms: the core's, then the pipeline's and the browser's, apart (issue 27, item 8).
+TEST_ROOMS = {"agents", "contamination", "custody", "episodes", "report", "sandbox",
+              "statistics", "tasks", "pipeline", "browser"}
+TOP_LEVEL_TESTS = {"test_architecture.py", "test_catalog.py", "test_plugins.py", "test_files.py"}
+
+
+def test_the_tests_mirror_the_rooms():
+    tests = ROOT / "tests"
+    folders = {path.name for path in tests.iterdir()
+               if path.is_dir() and any(path.glob("test_*.py"))}
+    assert folders == TEST_ROOMS
+    core_rooms = {path.name for path in (ROOT / "heldout").iterdir()
+                  if path.is_dir() and (path / "__init__.py").is_file()}
+    assert TEST_ROOMS - {"pipeline", "browser"} <= core_rooms
+    assert {path.name for path in tests.glob("test_*.py")} == TOP_LEVEL_TESTS
+    for room in TEST_ROOMS:  # a package each: `tests.<room>.test_x`, no clash of basenames
+        assert (tests / room / "__init__.py").is_file(), room

@@ -272,8 +272,8 @@ def difference_interval(
 
     Why the hull: at 30 tasks the per-task differences are few, discrete and mostly 0, and BCa's
     bias and acceleration, estimated from them, shorten it: in 2,000-replication simulations
-    (tests/test_verdict_simulation.py) BCa alone covered 0.902-0.929 at N = 30 with 5 or 10
-    episodes, the t-interval 0.935 at worst, the hull 0.9415 at worst, for 5-8% more width.
+    (tests/statistics/test_verdict_simulation.py) BCa alone covered 0.902-0.929 at N = 30 with 5
+    or 10 episodes, the t-interval 0.935 at worst, the hull 0.9415 at worst, for 5-8% more width.
     Where the BCa is wider (skewed differences at larger N) it is kept.
     """
     values = np.asarray(differences, dtype=float)

@@ -213,7 +213,7 @@ def paired_score_interval(
     Unlike the bootstrap it does not collapse when few tasks flip one way (b = 0, c = 4 of
     100: the interval includes 0, as McNemar's exact p = 0.125 says it should), and it never
     leaves [−1, 1]. Inputs broadcast; fields are arrays for array input. Checked against the
-    method-10 column of Newcombe's worked examples (tests/test_paired_stats.py).
+    method-10 column of Newcombe's worked examples (tests/statistics/test_paired_stats.py).
 
     Raises ValueError for negative or non-integer counts, N < 1 and b + c + both > N.
     """

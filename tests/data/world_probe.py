@@ -1,5 +1,5 @@
 # A completion's module code that tries every channel by which one judged program could leave
-# state for the next (tests/test_fresh_world.py). MODE and SECRET are set by the test before
+# state for the next (tests/sandbox/test_fresh_world.py). MODE and SECRET are set by the test before
 # this text: MODE "write" plants SECRET in every channel it can, then reads its own plants back
 # (so a channel it reports planted is one the reader is shown able to find); MODE "read" looks
 # in every channel for anything planted. It prints one JSON line.

@@ -1,0 +1,52 @@
+"""The whole pipeline on the embedded repository set, as docs/task-kinds.md says to run it:
+`heldout params use examples/repository.yaml`, then real `dvc repro` on a fresh copy."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+
+from tests.pipeline.test_pipeline import fresh_env, ledger_of, run, stages_run  # noqa: F401 - fixture
+from tests.repository_fixtures import require_test_python
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_dvc_repro_runs_the_pipeline_on_repository_tasks(project: Path, fresh_env):  # noqa: F811
+    require_test_python("subprocess")
+    (project / "examples").mkdir(exist_ok=True)
+    shutil.copy2(REPO / "examples" / "repository.yaml", project / "examples")
+    comments_before = [line for line in (project / "params.yaml").read_text().splitlines()
+                       if line.lstrip().startswith("#")]
+    used = run(["heldout", "params", "use", "examples/repository.yaml"], project, fresh_env)
+    assert used.returncode == 0, used.stdout + used.stderr
+    after = (project / "params.yaml").read_text()
+    kept = [line for line in after.splitlines() if line.lstrip().startswith("#")]
+    # Only the comments inside the one value replaced whole (checkpoints) go with it.
+    assert [line for line in comments_before if line not in kept] == [
+        "  # Multi-turn demo policies (heldout/agents/demo_policies.py): one that writes, tests, "
+        "revises",
+        "  # and submits, and one that learned the public tests instead of the task (the alarm's "
+        "case)."]
+    assert "source: tasks/examples/repository.jsonl" in after
+    for cmd in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "init"]):
+        assert run(cmd, project, fresh_env).returncode == 0
+
+    ran = run(["dvc", "repro"], project, fresh_env)
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    assert {"split", "decontaminate", "rollouts@base", "rollouts@agent_hacker", "score", "select",
+            "test", "report"} <= stages_run(ran.stdout)
+    scores = json.loads((project / "data/scores/val.json").read_text())
+    canaries = scores["canaries"]
+    assert (canaries["oracle_pass_rate"], canaries["blind_pass_rate"]) == (1.0, 0.0)
+    hacker = pd.read_parquet(project / "data/rollouts/val/agent_hacker.parquet")
+    assert len(hacker) > 0 and not hacker["passed"].any()
+    assert hacker["error"].str.contains("not applied|cannot be trusted|did not pass").all()
+    tester = pd.read_parquet(project / "data/rollouts/val/agent_tester.parquet")
+    assert tester["tool_calls"].min() >= 3  # it listed, read and wrote before submitting
+    assert [entry["outcome"] for entry in ledger_of(project)] == ["opened", "closed"]
+    report = (project / "reports/report.md").read_text()
+    assert "Verdict:" in report and "repository/1" in report
