@@ -149,11 +149,14 @@ ADD = Task(id="cpu/add", group="cpu", prompt='def add(a, b):\n    """Return a + 
            entry_point="add", tests="assert add(2, 3) == 5\n")
 
 
-def test_a_candidate_that_computes_in_a_child_process_times_out_by_its_cpu(sandbox):
-    completion = "    " + CHILD.replace("\n", "\n    ") + "\n    return a + b\n"
-    result = score(ADD, completion, sandbox, **LIMITS)
+def assert_the_candidates_cpu_ran_out(result) -> None:
     assert (result.passed, result.status) == (False, "timeout"), result
     assert reason_line(result) == f"[heldout judge] the candidate {USED_ITS_CPU}"
+
+
+def test_a_candidate_that_computes_in_a_child_process_times_out_by_its_cpu(sandbox):
+    completion = "    " + CHILD.replace("\n", "\n    ") + "\n    return a + b\n"
+    assert_the_candidates_cpu_ran_out(score(ADD, completion, sandbox, **LIMITS))
 
 
 def test_a_candidate_that_computes_between_calls_times_out_at_the_next_call(sandbox):
@@ -163,9 +166,7 @@ def test_a_candidate_that_computes_between_calls_times_out_at_the_next_call(sand
                     tests="import time\ntime.sleep(3)\nassert add(2, 3) == 5\n")
     completion = ("    return a + b\nimport threading\n"
                   "threading.Thread(target=lambda: sum(iter(int, 1)), daemon=True).start()\n")
-    result = score(spinning, completion, sandbox, **LIMITS)
-    assert (result.passed, result.status) == (False, "timeout"), result
-    assert reason_line(result) == f"[heldout judge] the candidate {USED_ITS_CPU}"
+    assert_the_candidates_cpu_ran_out(score(spinning, completion, sandbox, **LIMITS))
 
 
 def test_the_judges_own_cpu_is_limited_apart_from_the_candidates(sandbox):
