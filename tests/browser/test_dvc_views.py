@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from stages import catalog, score
-from tests import browser
+from tests import chromium as browser
 from tests.conftest import REPO, configure_small_project, copy_project
 
 CHECKPOINTS = {"base": {"agent": "demo", "skill": -0.5},
