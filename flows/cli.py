@@ -148,7 +148,7 @@ def pipeline(
               "a Prefect server of its own on loopback (tens of seconds)")
     stdout.print(f"pipeline: {len(found.planned)} stages, DVC runs what is stale from "
                  f"{found.stale} on; starting {server}; each stage prints its line as it ends",
-                 highlight=False)
+                 highlight=False, soft_wrap=True)  # one line however narrow the terminal
     from flows.pipeline import pipeline_flow
     from flows.server import prefect_api
 
