@@ -274,13 +274,14 @@ def compare(
     from heldout.report.inputs import same_input_warning
     from heldout.statistics.counts import pool_runs
 
-    if (same := same_input_warning(base, candidate)) is not None:
-        stderr.print(f"warning: {same}", markup=False, highlight=False, soft_wrap=True)
+    same = same_input_warning(base, candidate)
     setup = samples_cli.scoring(tasks, sandbox, timeout_s, memory_mb, workers, groups=groups)
     base, candidate = samples_cli.compare_inputs(base, candidate, out, setup)
     base_table, candidate_table, reruns = pool_runs(
         [read_rollouts(base), *map(read_rollouts, rerun_a or [])],
         [read_rollouts(candidate), *map(read_rollouts, rerun_b or [])])
+    if same is not None:  # once the files read: a broken one is its own error, alone
+        stderr.print(f"warning: {same}", markup=False, highlight=False, soft_wrap=True)
     report = build_report(
         base_table, candidate_table,
         groups=setup.groups({base: base_table, candidate: candidate_table}),
