@@ -27,20 +27,21 @@ def _yaml() -> Any:
     round_trip = YAML()
     round_trip.preserve_quotes = True
     round_trip.width = 100
-    round_trip.indent(mapping=2, sequence=4, offset=2)
+    round_trip.indent(mapping=2, sequence=2, offset=0)  # params.yaml's style, DVC's `-S`'s
     return round_trip
 
 
 def _value_end(lines: list[str], start: int, column: int) -> int:
     """The line after the last of the value whose key is at (`start`, `column`): it goes on while
-    lines are indented deeper; blank and comment lines at its end belong to what follows."""
+    lines are indented deeper, or are items of a list written at the key's own indent (as DVC
+    writes lists); blank and comment lines at its end belong to what follows."""
     end = start + 1
     last = start + 1
     while end < len(lines):
         stripped = lines[end].strip()
         indent = len(lines[end]) - len(lines[end].lstrip())
         if stripped and not stripped.startswith("#"):
-            if indent <= column:
+            if indent < column or (indent == column and not stripped.startswith("- ")):
                 break
             last = end + 1
         end += 1

@@ -36,3 +36,19 @@ def test_an_unknown_key_or_a_bad_value_changes_nothing(project, monkeypatch):
     assert code != 0 and "harness.n" in output
     assert (project / "params.yaml").read_text() == before
     assert os.path.exists(project / "params.yaml")
+
+
+def test_a_list_written_as_dvc_writes_it_is_replaced_whole(project, monkeypatch):
+    """params.yaml's lists are block lists at their key's indent (DVC's `-S` style): setting
+    one replaces all its items, and the file stays YAML (examples/repository.yaml sets
+    sensitivity.checkpoints to [])."""
+    before = (project / "params.yaml").read_text()
+    assert "  checkpoints:\n  - agent_tester\n" in before
+    code, output = use(project, "set:\n  sensitivity.checkpoints: []\n", monkeypatch)
+    assert code == 0, output
+    after = (project / "params.yaml").read_text()
+    assert after == before.replace("  checkpoints:\n  - agent_tester\n", "  checkpoints: []\n")
+    code, output = use(project, "set:\n  sensitivity.checkpoints: [agent_tester, step_10]\n",
+                       monkeypatch)
+    assert code == 0, output
+    assert "  checkpoints: [agent_tester, step_10]\n" in (project / "params.yaml").read_text()
