@@ -114,7 +114,8 @@ def test_agents_and_backends_keep_their_own_error_wording():
     with pytest.raises(SandboxError, match=r"choose one of \('subprocess', 'docker'\)"):
         make_sandbox("vm")
     with pytest.raises(SandboxError, match="^sandbox backend 'subprocess' has no setting colour, "
-                                           "size; it has hidden_paths, python, wall_factor, workers$"):
+                                           "size; it has hidden_paths, python, wall_factor, "
+                                           "workers$"):
         make_sandbox("subprocess", size=1, colour="blue")
     with pytest.raises(SandboxError, match="^sandbox backend 'subprocess': workers: Input should "
                                            "be greater than or equal to 1$"):
