@@ -9,9 +9,11 @@ examples/README.md has the messages).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
+import selectors
 import shlex
 import subprocess
 import time
@@ -20,7 +22,7 @@ from typing import Literal
 from pydantic import Field
 
 from heldout.agents.confinement import confined
-from heldout.agents.process_tree import POLL_S, ProcessTree
+from heldout.agents.process_tree import ProcessTree
 from heldout.agents.protocol import (
     AgentContext,
     AgentSettings,
@@ -32,6 +34,10 @@ from heldout.agents.protocol import (
 from heldout.agents.steps import ProcessSession
 from heldout.errors import AgentError
 from heldout.tasks.record import Task
+
+
+EXIT_DRAIN_S = 0.5  # how long the pipes are read once the agent has exited and its tree is killed
+_CHUNK = 2**16
 
 
 class CommandSettings(AgentSettings):
@@ -65,44 +71,102 @@ class CommandAgent(_Command):
         try:
             argv, environment = confined(self.argv, self.cwd)
             process = subprocess.Popen(
-                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                text=True, cwd=self.cwd, env=environment, start_new_session=True,
+                tree.command(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, cwd=self.cwd, env=environment, start_new_session=True,
                 preexec_fn=tree.preexec())
         except (OSError, subprocess.SubprocessError) as error:
             tree.kill()
             raise AgentError(f"{self.argv[0]}: cannot run: {error}") from None
         tree.adopt(process.pid)
         try:
-            stdout, stderr = _communicate(process, tree, json.dumps(task_view(task, sample, seed)),
-                                          time.monotonic() + limit)
+            stdout, stderr = _communicate(
+                process, tree, json.dumps(task_view(task, sample, seed)).encode(),
+                time.monotonic() + limit)
         except subprocess.TimeoutExpired:
             raise AgentError(f"{self.argv[0]}: no completion within {limit:.3g} s") from None
         finally:
             tree.kill()
             process.kill()
             process.wait()
+            for stream in (process.stdin, process.stdout, process.stderr):
+                with contextlib.suppress(OSError):
+                    stream.close()
         if process.returncode != 0:
             raise AgentError(
                 f"{self.argv[0]} exited {process.returncode} on task {task.id}: "
-                f"{stderr.strip()[-500:]}"
+                f"{_text(stderr).strip()[-500:]}"
             )
-        return Completion(text=stdout)
+        return Completion(text=_text(stdout))
 
 
-def _communicate(process: subprocess.Popen, tree: ProcessTree, text: str,
-                 end: float) -> tuple[str, str]:
-    """`process.communicate(text)` by `end` (monotonic), the tree watched as it waits. The agent
-    is done when it exits: a process it left holding its stdout is killed then, not waited on."""
-    given: str | None = text
-    while (wait := end - time.monotonic()) > 0:
-        try:
-            return process.communicate(given, timeout=min(wait, POLL_S))
-        except subprocess.TimeoutExpired:
-            given = None  # sent, or being sent: communicate goes on where it was
-            tree.watch()
-            if os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT):
-                tree.kill()  # what still holds the pipes goes: the rest is read to its end
-    raise subprocess.TimeoutExpired(process.args, 0)
+def _text(data: bytes) -> str:
+    """What `text=True` would have made of it, a byte that is not UTF-8 shown as U+FFFD."""
+    return data.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _communicate(process: subprocess.Popen, tree: ProcessTree, text: bytes,
+                 end: float) -> tuple[bytes, bytes]:
+    """`text` to the agent's stdin, its stdout and stderr read, by `end` (monotonic), the tree
+    watched as it waits. The agent is done when its own process exits (its pidfd says so): its
+    answer is whole then, so its tree is killed and what is left in the pipes is read for at
+    most EXIT_DRAIN_S; a process that escaped the tree and still holds them is not waited on."""
+    pending = memoryview(text)
+    output = {process.stdout.fileno(): bytearray(), process.stderr.fileno(): bytearray()}
+    exited = os.pidfd_open(process.pid)
+    try:
+        with selectors.DefaultSelector() as selector:
+            selector.register(exited, selectors.EVENT_READ)
+            selector.register(process.stdin.fileno(), selectors.EVENT_WRITE)
+            for descriptor in (process.stdin.fileno(), *output):
+                os.set_blocking(descriptor, False)
+            for descriptor in output:
+                selector.register(descriptor, selectors.EVENT_READ)
+            draining = False
+            while selector.get_map():
+                wait = end - time.monotonic()
+                if wait <= 0 and draining:
+                    break
+                if wait <= 0:
+                    raise subprocess.TimeoutExpired(process.args, 0)
+                poll = tree.poll_s
+                for key, _events in selector.select(wait if poll is None else min(wait, poll)):
+                    if key.fd == exited:
+                        selector.unregister(exited)
+                        tree.kill()  # what still held the pipes goes: the rest is read now
+                        draining, end = True, min(end, time.monotonic() + EXIT_DRAIN_S)
+                    elif key.fd in output:
+                        _read(selector, key.fd, output[key.fd])
+                    else:
+                        pending = _write(selector, process.stdin, pending)
+                tree.watch()
+    finally:
+        os.close(exited)
+    return bytes(output[process.stdout.fileno()]), bytes(output[process.stderr.fileno()])
+
+
+def _write(selector: selectors.BaseSelector, stdin, pending: memoryview) -> memoryview:
+    """Write what the pipe takes; stdin is closed once all is written or the agent closed it."""
+    try:
+        pending = pending[os.write(stdin.fileno(), pending[:_CHUNK]):]
+    except BlockingIOError:
+        return pending
+    except OSError:  # the agent closed its stdin: what it read is what it gets
+        pending = pending[:0]
+    if not pending:
+        selector.unregister(stdin.fileno())
+        stdin.close()
+    return pending
+
+
+def _read(selector: selectors.BaseSelector, descriptor: int, into: bytearray) -> None:
+    try:
+        data = os.read(descriptor, _CHUNK)
+    except BlockingIOError:
+        return
+    if data:
+        into += data
+    else:
+        selector.unregister(descriptor)
 
 
 class CommandStepAgent(_Command):

@@ -12,17 +12,21 @@ the first this machine offers:
   a process of it does, setsid, double forks or its parent's death, takes it out. At the end
   `cgroup.kill` (Linux 5.14; before it, every member is frozen and killed) ends them all, and
   the cgroup is removed once empty.
-- **/proc** otherwise: the agent's descendants by their parent chain (PPid), and every process
-  of its session or group, scanned every `POLL_S` while heldout waits on the agent and again
-  at the end; each is recorded with its start time, so a pid the system reused is never
-  killed. At the end each recorded process, its group and its session are killed, in rounds,
-  until a scan finds nothing new. A process whose parent exits between two scans (a double
-  fork faster than `POLL_S`) can escape this one; the cgroup has no such gap. The tree is
-  scanned once more before the agent is told the episode ended (`record`), so a child that is
-  alive then is held even when the agent exits on the end message and orphans it.
+- **a keeper and /proc** otherwise: the agent is started under a keeper
+  (heldout.agents.keeper), a child subreaper, so a process whose parent exits is re-parented to
+  the keeper and every process of the tree stays its descendant by its parent chain. When the
+  agent exits, the keeper kills what it left and exits as the agent did: heldout, which waits on
+  the keeper, sees the agent's end with its tree already gone. heldout also scans /proc every
+  `POLL_S` while it waits (the keeper's descendants, and every process of its session or
+  group), recording each with its start time, so a pid the system reused is never killed; at
+  the end it kills what the scans found, in rounds until a scan finds nothing new, and the
+  keeper last, so nothing is orphaned to init on the way. The one gap: an agent that SIGKILLs
+  its own keeper (its parent: same user) orphans its tree to init, and a child it started
+  after the last scan is then out of reach; the cgroup has no such gap.
 
-A PID namespace (`unshare --pid --fork --kill-child`) would hold the tree as well, but the agent
-would see pids of its own namespace: a pid it logs would name no process of heldout's.
+A PID namespace (`unshare --pid --fork --kill-child`) would hold the tree as well, but it needs
+user namespaces, and the agent would see pids of its own namespace: a pid it logs would name no
+process of heldout's.
 """
 
 from __future__ import annotations
@@ -31,9 +35,15 @@ import contextlib
 import itertools
 import os
 import signal
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+from heldout.agents import keeper
+from heldout.agents.keeper import kill as _kill
+from heldout.agents.keeper import processes as _processes
+from heldout.agents.keeper import stat as _stat
 
 POLL_S = 0.05  # how often the /proc way scans for new descendants while it waits
 KILL_WAIT_S = 2.0  # how long the end waits for what it killed to be gone
@@ -80,46 +90,9 @@ def _remove_stale(base: Path) -> None:
             stale.rmdir()
 
 
-def _stat(pid: int) -> tuple[int, int, int, int] | None:
-    """(ppid, pgrp, session, start time) of a live process, or None (gone, or a zombie)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    except (OSError, ValueError):
-        return None
-    if fields[0] in ("Z", "X"):
-        return None
-    return int(fields[1]), int(fields[2]), int(fields[3]), int(fields[19])
-
-
-def _processes() -> dict[int, tuple[int, int, int, int]]:
-    found = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and (stat := _stat(int(entry))) is not None:
-            found[int(entry)] = stat
-    return found
-
-
-def _kill(pid: int, started: int) -> bool:
-    """SIGKILL `pid` if it is still the process that started at `started`; whether it was."""
-    try:
-        handle = os.pidfd_open(pid)
-    except OSError:
-        return False
-    try:  # the pidfd pins the process: checked, then signalled, with no reuse in between
-        stat = _stat(pid)
-        if stat is None or stat[3] != started:
-            return False
-        signal.pidfd_send_signal(handle, signal.SIGKILL)
-        return True
-    except OSError:
-        return False
-    finally:
-        os.close(handle)
-
-
 class ProcessTree:
-    """The processes of one agent: `preexec` goes to Popen (with start_new_session=True),
-    `adopt` is told the agent's pid, `watch` is called while waiting on it, `kill` at the end
+    """The processes of one agent: the agent is started as `command(argv)`, `preexec` goes to
+    Popen (with start_new_session=True), `adopt` is told the started process's pid, `watch` is called while waiting on it, `kill` at the end
     (however the episode ended; more than once is harmless)."""
 
     def __init__(self) -> None:
@@ -144,6 +117,12 @@ class ProcessTree:
     def poll_s(self) -> float | None:
         """How long a wait on the agent may last before `watch` (None: as long as it likes)."""
         return None if self.cgroup is not None else POLL_S
+
+    def command(self, argv: list[str]) -> list[str]:
+        """What to start for the agent's `argv`: under a keeper, unless a cgroup holds it."""
+        if self.cgroup is not None:
+            return argv
+        return [sys.executable, "-I", "-S", keeper.__file__, *argv]
 
     def preexec(self) -> Callable[[], None] | None:
         """What the agent's fork runs before its exec: it enters the cgroup."""
@@ -195,16 +174,24 @@ class ProcessTree:
         killed: dict[int, int] = {}
         for _round in range(MAX_ROUNDS):  # what a process forked before its SIGKILL: the next
             self._scan()
-            fresh = {pid: started for pid, started in self.known.items() if pid not in killed}
+            fresh = {pid: started for pid, started in self.known.items()
+                     if pid not in killed and pid != self.session}
             if not fresh:
                 break
             for pid, started in fresh.items():
                 _kill(pid, started)
                 killed[pid] = started
+            self._wait_until_gone(killed)  # their children are the keeper's now: found next
+        if self.session in self.known:  # the keeper last: nothing is orphaned to init
+            _kill(self.session, self.known[self.session])
+            self._wait_until_gone({self.session: self.known[self.session]})
+
+    @staticmethod
+    def _wait_until_gone(killed: dict[int, int]) -> None:
         end = time.monotonic() + KILL_WAIT_S
         while any((stat := _stat(pid)) is not None and stat[3] == started
                   for pid, started in killed.items()) and time.monotonic() < end:
-            time.sleep(0.01)
+            time.sleep(0.005)
 
     # --- the /proc way ------------------------------------------------------------------------
 

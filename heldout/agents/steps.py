@@ -93,7 +93,7 @@ class ProcessSession:
         try:
             confined_argv, environment = confined(argv, cwd)
             self.process = subprocess.Popen(
-                confined_argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                self.tree.command(confined_argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE, cwd=cwd, env=environment, bufsize=0,
                 start_new_session=True, preexec_fn=self.tree.preexec())
         except (OSError, subprocess.SubprocessError) as error:
@@ -104,11 +104,16 @@ class ProcessSession:
         self._stdin, self._stdout, self._stderr = (
             stream.fileno() for stream in (self.process.stdin, self.process.stdout,
                                            self.process.stderr))
-        os.set_blocking(self._stdin, False)
-        os.set_blocking(self._stderr, False)  # read when select says so, never waited on
+        for descriptor in (self._stdin, self._stdout, self._stderr):
+            os.set_blocking(descriptor, False)  # read when select says so, never waited on
+        # Readable once the agent's own process has exited: no action can come after that, even
+        # while a process it left (outside the tree's reach) still holds its stdout.
+        self._exited = os.pidfd_open(self.pid)
         self._selector = selectors.DefaultSelector()
         self._selector.register(self._stdout, selectors.EVENT_READ)
         self._selector.register(self._stderr, selectors.EVENT_READ)
+        self._selector.register(self._exited, selectors.EVENT_READ)
+        self._exited_seen = False
         self._writing = False
         self._outbox = bytearray(encode(first))  # sent as the first act waits
         self._inbox = bytearray()
@@ -149,13 +154,14 @@ class ProcessSession:
             if not self._failed:
                 self._exit_status(END_GRACE_S)
         finally:
+            self.tree.kill()  # the keeper, where there is one, last: nothing goes to init
             # The leader is not reaped yet (waitid with WNOWAIT), so its pid still names the
             # group: killpg cannot reach a stranger's group that reused the number.
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.pid, signal.SIGKILL)
-            self.tree.kill()
             self.process.wait()
             self._selector.close()
+            os.close(self._exited)
             for stream in (self.process.stdout, self.process.stderr):
                 with contextlib.suppress(OSError):
                     stream.close()
@@ -165,6 +171,8 @@ class ProcessSession:
     def _exchange(self, end: float, limit: float) -> bytes:
         """Write what is pending and read until one whole stdout line is in; by `end`."""
         while (line := self._take_line()) is None:
+            if self._exited_seen:
+                raise self._died("exited")
             if self._outbox:
                 self._write()
             remaining = end - time.monotonic()
@@ -179,7 +187,22 @@ class ProcessSession:
                     self._read_stdout()
                 elif key.fd == self._stderr:
                     self._read_stderr()
+                elif key.fd == self._exited:
+                    return self._last_line()
             self.tree.watch()
+        return line
+
+    def _last_line(self) -> bytes:
+        """The agent's process has exited: the action it wrote before, if a whole line of it is
+        in the pipe; else the turn ends as an error now."""
+        self._selector.unregister(self._exited)
+        self._exited_seen = True
+        with contextlib.suppress(AgentError):  # its EOF, once the tree is gone: read to it
+            while self._read_stdout():
+                pass
+        line = self._take_line()
+        if line is None:
+            raise self._died("exited")
         return line
 
     def _take_line(self) -> bytes | None:
@@ -215,11 +238,16 @@ class ProcessSession:
                 self._selector.unregister(self._stdin)
             self._writing = wanted
 
-    def _read_stdout(self) -> None:
-        data = os.read(self._stdout, _READ)
+    def _read_stdout(self) -> bool:
+        """Read what is there; whether anything was."""
+        try:
+            data = os.read(self._stdout, _READ)
+        except BlockingIOError:
+            return False
         if not data:  # no action can come: the turn ends now, whatever the agent does next
             raise self._died("closed its stdout")
         self._inbox += data
+        return True
 
     def _read_stderr(self) -> None:
         try:
