@@ -35,7 +35,6 @@ from heldout.agents.steps import ProcessSession
 from heldout.errors import AgentError
 from heldout.tasks.record import Task
 
-
 EXIT_DRAIN_S = 0.5  # how long the pipes are read once the agent has exited and its tree is killed
 _CHUNK = 2**16
 

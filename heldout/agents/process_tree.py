@@ -92,8 +92,9 @@ def _remove_stale(base: Path) -> None:
 
 class ProcessTree:
     """The processes of one agent: the agent is started as `command(argv)`, `preexec` goes to
-    Popen (with start_new_session=True), `adopt` is told the started process's pid, `watch` is called while waiting on it, `kill` at the end
-    (however the episode ended; more than once is harmless)."""
+    Popen (with start_new_session=True), `adopt` is told the started process's pid, `watch` is
+    called while waiting on it, `kill` at the end (however the episode ended; more than once is
+    harmless)."""
 
     def __init__(self) -> None:
         base = _cgroup_base()
