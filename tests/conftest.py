@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -33,17 +35,36 @@ os.environ.update(
     }
 )
 
+# Hypothesis' 200 ms deadline per example measures the machine's load, not the code: off for
+# every property test (loaded here, before the test modules build their own @settings on it).
+hypothesis_settings.register_profile("heldout", deadline=None)
+hypothesis_settings.load_profile("heldout")
+
 
 @pytest.fixture(autouse=True)
-def _environment_as_it_was():
+def _environment_as_it_was(request):
     """A test that runs a command in this process (typer's CliRunner) may set what that command
     sets for its children (the quiet console settings): later tests' subprocesses must not
-    inherit it."""
+    inherit it. Only a test that asks for `prefect_api_url` has a Prefect API."""
+    if "prefect_api_url" not in request.fixturenames:
+        os.environ.pop("PREFECT_API_URL", None)
     before = dict(os.environ)
     yield
     if dict(os.environ) != before:
         os.environ.clear()
         os.environ.update(before)
+
+
+@pytest.fixture(autouse=True)
+def _endpoint_limits_forgotten():
+    """heldout.agents.endpoint_limit keeps a limit per base_url for the process, and the fake
+    servers bind port 0: a later test's server on a recycled port must not inherit a cut limit
+    or a closed Retry-After window."""
+    yield
+    module = sys.modules.get("heldout.agents.endpoint_limit")
+    if module is not None:
+        with module._lock:
+            module._ENDPOINTS.clear()
 
 
 def task_record(task_id: str, group: str | None = None, **fields: object) -> dict:
@@ -85,13 +106,40 @@ def project(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def prefect_api_url():
-    """A Prefect API server on loopback for the session (the pipeline's own, flows.server):
-    flows in this process and in the processes they start report to it."""
-    from flows.server import prefect_api
+def _prefect_server():
+    """A Prefect API server on loopback for the session (the pipeline's own, flows.server).
+    prefect_api gives its URL to the whole process (os.environ and Prefect's settings): both
+    are put back as they were at once, so that only the tests that ask for `prefect_api_url`
+    see it, whichever ran before."""
+    from prefect.context import SettingsContext, get_settings_context
 
+    from flows.server import API_URL, UI_URL, prefect_api
+
+    outside = get_settings_context()
+    environment = {name: os.environ.get(name) for name in (API_URL, UI_URL)}
     with prefect_api() as url:
-        yield url
+        for name, value in environment.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        with SettingsContext(profile=outside.profile, settings=outside.settings):
+            yield url
+
+
+@pytest.fixture
+def prefect_api_url(_prefect_server: str, monkeypatch):
+    """The session's Prefect API, for this test: flows in this process and in the processes
+    they start report to it."""
+    from prefect.settings import PREFECT_API_URL, PREFECT_UI_URL, temporary_settings
+
+    from flows.server import API_URL, UI_URL
+
+    # No UI URL, as prefect_api sets it: no "View at" link to a server gone after the session.
+    monkeypatch.setenv(API_URL, _prefect_server)
+    monkeypatch.setenv(UI_URL, "")
+    with temporary_settings({PREFECT_API_URL: _prefect_server, PREFECT_UI_URL: ""}):
+        yield _prefect_server
 
 
 TWO_DEMOS = {"base": {"agent": "demo", "skill": -0.5}, "late": {"agent": "demo", "skill": 1.5}}

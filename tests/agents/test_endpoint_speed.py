@@ -149,17 +149,21 @@ def test_a_429_storm_is_ridden_out_under_the_servers_capacity(tmp_path, server):
 
 
 def test_a_servers_retry_after_holds_every_request_of_the_run_until_it_passes(tmp_path, server):
-    server.latency_s, server.spread, server.capacity, server.retry_after_s = 0.05, 0.0, 4, 1
+    # Half a second a request: the four the server takes stay in it while the rest of the
+    # first burst arrives, however slowly a loaded machine sends them.
+    server.latency_s, server.spread, server.capacity, server.retry_after_s = 0.5, 0.0, 4, 1
     harness = Harness(n=4, seed=5, timeout_s=5)
     table = rows_of(tmp_path, "after", checkpoint(server, max_retries=10), TASKS[:10], harness)
     assert set(table.status) == {"ok"}
-    refused = [at for at, status in zip(server.arrivals, server.statuses, strict=True)
-               if status == 429]
+    arrivals = list(zip(server.arrivals, server.statuses, strict=True))
+    refused = [at for at, status in arrivals if status == 429]
     assert refused
     first = refused[0]
-    # Whatever else was in flight finishes; nothing new is sent for the second it asked for.
-    quiet = [at for at in server.arrivals if first < at < first + 0.9]
-    assert quiet == [at for at in refused if first < at < first + 0.05]
+    # Whatever else was in flight arrives (the rest of the burst, within 0.3 s and refused as
+    # well) and finishes; nothing new is sent for the second it asked for.
+    burst = [status for at, status in arrivals if first < at < first + 0.3]
+    assert set(burst) <= {429}, burst
+    assert [at - first for at, _ in arrivals if first + 0.3 <= at < first + 0.9] == []
     assert server.arrivals[-1] > first + 1.0
 
 

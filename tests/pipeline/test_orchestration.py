@@ -42,23 +42,25 @@ def latest_flow_run(client: object, flow_name: str) -> object:
                                  sort=FlowRunSort.START_TIME_DESC, limit=1)[0]
 
 
-def task_runs_of_latest_flow_run(flow_name: str) -> list[str]:
-    """The names of the task runs of the newest run of the flow, once the server has them all
-    (task runs from Dask workers arrive as events, a moment after the flow returns)."""
+def task_runs_of_latest_flow_run(flow_name: str, expected: int) -> list[str]:
+    """The names of the completed task runs of the newest run of the flow, once the server has
+    `expected` task runs of it and every one is completed (task runs from Dask workers arrive
+    as events, a while after the flow returns on a loaded machine), or after 120 s."""
     from prefect import get_client
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
     with get_client(sync_client=True) as client:
         latest = latest_flow_run(client, flow_name)
-        names: list[str] = []
-        for _ in range(50):
+        deadline = time.monotonic() + 120
+        while True:
             runs = client.read_task_runs(
                 flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[latest.id])))
             names = [run.name for run in runs if run.state and run.state.is_completed()]
-            if len(names) == len(runs) and names:
-                break
+            if len(runs) >= expected and len(names) == len(runs):
+                return sorted(names)
+            if time.monotonic() > deadline:
+                return sorted(names)  # the caller's assertion says which are missing
             time.sleep(0.2)
-        return sorted(names)
 
 
 def progress_of_latest_flow_run(flow_name: str):
@@ -96,6 +98,7 @@ def test_rollouts_on_a_dask_local_cluster_match_the_threads_runner(
 ):
     from flows.rollouts import rollouts_flow
 
+    RecordingCluster.made.clear()  # another test's clusters are no part of this one
     configure_small_project(project, tasks=30, n=4,
                             checkpoints={"ck": {"agent": "demo", "skill": 0.5}},
                             rollouts={"chunk_episodes": 7})
@@ -103,11 +106,12 @@ def test_rollouts_on_a_dask_local_cluster_match_the_threads_runner(
     split.run(project)
     episodes = json.loads((project / "data/split/manifest.json").read_text())["counts"]["val"] * 4
     chunks = math.ceil(episodes / 7)
+    task_runs = sorted(f"ck[{i}]" for i in range(chunks))
 
     summary = rollouts_flow(checkpoint="ck")
     on_threads = pd.read_parquet(project / rollout_file("ck"))
     assert summary["episodes"] == episodes and summary["resumed"] == 0
-    assert task_runs_of_latest_flow_run("rollouts") == sorted(f"ck[{i}]" for i in range(chunks))
+    assert task_runs_of_latest_flow_run("rollouts", len(task_runs)) == task_runs
     progress = progress_of_latest_flow_run("rollouts")
     assert progress.data == 100.0
     assert progress.description.startswith(f"ck: {episodes}/{episodes} episodes, ")
@@ -123,7 +127,7 @@ def test_rollouts_on_a_dask_local_cluster_match_the_threads_runner(
     finished = sum(prefix.state_counts["memory"]
                    for prefix in cluster.scheduler.task_prefixes.values())
     assert finished == chunks
-    assert task_runs_of_latest_flow_run("rollouts") == sorted(f"ck[{i}]" for i in range(chunks))
+    assert task_runs_of_latest_flow_run("rollouts", len(task_runs)) == task_runs
     pd.testing.assert_frame_equal(on_threads.drop(columns=list(TIMING_COLUMNS)),
                                   on_dask.drop(columns=list(TIMING_COLUMNS)))
 
@@ -151,8 +155,9 @@ def test_the_score_stages_canaries_run_on_the_dask_cluster_like_the_rollouts(
     assert RecordingCluster.made, "the score stage made no Dask cluster"
     val = json.loads((project / "data/split/manifest.json").read_text())["counts"]["val"]
     chunks = math.ceil(val / 5)
-    assert task_runs_of_latest_flow_run("score") == sorted(
-        f"canary:{name}[{i}]" for name in ("blind", "oracle") for i in range(chunks))
+    task_runs = sorted(f"canary:{name}[{i}]" for name in ("blind", "oracle")
+                       for i in range(chunks))
+    assert task_runs_of_latest_flow_run("score", len(task_runs)) == task_runs
     assert on_dask["canaries"] == on_threads["canaries"]
     assert on_dask["canaries"]["oracle_pass_rate"] == 1.0
     assert on_dask["canaries"]["blind_pass_rate"] == 0.0
@@ -290,7 +295,15 @@ def test_no_dask_listener_beyond_loopback_local_cluster_or_documented_cluster(
     started = [subprocess.Popen(scheduler_cmd, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, start_new_session=True)]
     try:
-        time.sleep(3)
+        deadline = time.monotonic() + 120
+        while True:  # the worker starts once the scheduler takes connections
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert started[0].poll() is None, "the documented dask scheduler exited"
+                assert time.monotonic() < deadline, "the dask scheduler never listened"
+                time.sleep(0.1)
         started.append(subprocess.Popen(worker_cmd, stdout=subprocess.DEVNULL,
                                         stderr=subprocess.DEVNULL, start_new_session=True))
         set_params(project, "orchestration", dask_address=f"tcp://127.0.0.1:{port}")
@@ -407,7 +420,6 @@ def real_prefect_server(tmp_path: Path):
         port = probe.getsockname()[1]
     env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect-server"),
            "PREFECT_UI_ENABLED": "false", "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
-    env.pop("PREFECT_API_URL", None)
     server = subprocess.Popen(
         [str(Path(sys.executable).parent / "prefect"), "server", "start", "--host", "127.0.0.1",
          "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

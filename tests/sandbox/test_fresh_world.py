@@ -67,10 +67,11 @@ def leaks(read: dict, *planted: str) -> dict:
 
 
 @pytest.fixture(params=("subprocess", "docker"))
-def one_worker(request, subprocess_sandbox, docker_sandbox):
+def one_worker(request):
     """A sandbox of one worker, so that the writer and the reader share it: the subprocess
     backend's one worker process, or the docker backend's one container per task."""
-    del subprocess_sandbox, docker_sandbox  # skip, saying why, where a backend is missing
+    # Only this parameter's backend: skip, saying why, where it is missing.
+    request.getfixturevalue(f"{request.param}_sandbox")
     with make_sandbox(request.param, workers=1) as sandbox:
         yield sandbox
 
