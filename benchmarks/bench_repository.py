@@ -15,17 +15,23 @@ import argparse
 import os
 import statistics
 import subprocess
+import sys
 import time
 from pathlib import Path
 
-from heldout.episodes.budgets import ExecLimits
-from heldout.episodes.judge import score_many
-from heldout.episodes.repository_environment import RepositoryEnvironment
-from heldout.sandbox.config import make_sandbox
-from heldout.tasks.sources import load_tasks
-from tests.tasks.test_repository_tasks import plain_pytest_passes
+# The plain pytest run the judge is held to lives with the tests (tests/repository_fixtures.py),
+# which are not an installed package.
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
 
-TASKS = load_tasks(Path(__file__).resolve().parent.parent / "tasks/examples/repository.jsonl")
+from heldout.episodes.budgets import ExecLimits  # noqa: E402
+from heldout.episodes.judge import score_many  # noqa: E402
+from heldout.episodes.repository_environment import RepositoryEnvironment  # noqa: E402
+from heldout.sandbox.config import make_sandbox  # noqa: E402
+from heldout.tasks.sources import load_tasks  # noqa: E402
+from tests.repository_fixtures import plain_pytest_passes  # noqa: E402
+
+TASKS = load_tasks(REPO / "tasks/examples/repository.jsonl")
 LIMITS = {"timeout_s": 30.0, "memory_mb": 1024}
 ROUNDS = 30
 

@@ -123,7 +123,8 @@ def import_swebench(
 ) -> None:
     """Make repository tasks from SWE-bench instances (heldout.tasks.swebench): each task's
     tree is its clone at its base commit, nothing of the history. Every instance that cannot
-    be imported is listed with its reason; the others are written."""
+    be imported (a patch or test_patch over 1 MiB among them) is listed on a line with its
+    reason; the others are written."""
     from heldout.json_lines import LineError, read_line
     from heldout.tasks.sources import load_tasks
     from heldout.tasks.swebench import task_record
@@ -132,15 +133,19 @@ def import_swebench(
     for number, raw in enumerate(instances.read_bytes().splitlines(), start=1):
         if not raw.strip():
             continue
+        instance = None
         try:
             instance = read_line(raw)
             if not isinstance(instance, dict):
                 raise ValueError("not a JSON object")
             records.append(task_record(instance, repos, out.resolve().parent, test_command))
         except (LineError, ValueError) as error:
-            skipped.append(f"{instances}:{number}: {error}")
+            name = instance.get("instance_id") if isinstance(instance, dict) else None
+            named = f" ({name})" if isinstance(name, str) else ""
+            skipped.append(f"{instances}:{number}{named}: {error}")
     if not records:
-        raise HeldoutError("no instance could be imported:\n  " + "\n  ".join(skipped[:20]))
+        raise HeldoutError("no instance could be imported:" + (
+            f" {skipped[0]}" if len(skipped) == 1 else "\n  " + "\n  ".join(skipped[:20])))
     from heldout.canonical import canonical_json
 
     out.parent.mkdir(parents=True, exist_ok=True)

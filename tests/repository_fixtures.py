@@ -1,13 +1,16 @@
 """A small repository task for the repository kind's suites: `calc`, whose `clamp` returns the
-low bound for values above the high one. Built in memory, so each suite can derive diffs from it."""
+low bound for values above the high one. Built in memory, so each suite can derive diffs from it.
+And the plain pytest run the judge is held to (the suites and benchmarks/bench_repository.py)."""
 
 from __future__ import annotations
 
 import subprocess
+import tempfile
+from pathlib import Path
 
 import pytest
 
-from heldout.tasks.patches import diff_trees
+from heldout.tasks.patches import apply_patch, diff_trees, parse_patch
 from heldout.tasks.repository import TEST_PYTHON, RepositoryTask
 
 BASE = {
@@ -66,3 +69,18 @@ def require_test_python(backend: str) -> None:
     if found.returncode != 0:
         pytest.skip(f"the repository kind runs tests with {TEST_PYTHON} and Debian's pytest: "
                     "apt-get install python3-pytest (.ci/run does)")
+
+
+def plain_pytest_passes(task: RepositoryTask, diff: str) -> bool:
+    """What a plain mutation-testing run says: the hidden tests with pytest, on the host, on
+    the repository with the diff applied (no judge, no sandbox, no filter)."""
+    tree = apply_patch(apply_patch(task.files, parse_patch(diff)), parse_patch(task.tests))
+    with tempfile.TemporaryDirectory() as folder:
+        for path, text in tree.items():
+            (Path(folder) / path).parent.mkdir(parents=True, exist_ok=True)
+            (Path(folder) / path).write_text(text)
+        ran = subprocess.run([TEST_PYTHON, "-P", "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                              *task.expected_tests], cwd=folder, capture_output=True,
+                             env={"PYTHONPATH": folder, "PATH": "/usr/bin:/bin",
+                                  "PYTHONDONTWRITEBYTECODE": "1"}, timeout=120)
+    return ran.returncode == 0

@@ -35,14 +35,15 @@ from heldout.agents.protocol import (
 from heldout.episodes.budgets import BudgetExceeded, EpisodeBudgets
 from heldout.episodes.environments import Environment
 from heldout.episodes.waits import Steps, Wait, wait_here
+from heldout.tasks.patches import MAX_DIFF_BYTES
 from heldout.tasks.record import Task
 
 # What a trajectory keeps of each text (messages, observations); the program itself is kept whole.
 TEXT_LIMIT = 2000
-# The most a tool call's arguments may be, as compact UTF-8 JSON: 1 MiB of code, about. A larger
-# call is not run (the agent is told), and its trajectory step keeps TEXT_LIMIT characters of
-# each argument with a marker.
-MAX_ARGUMENT_BYTES = 2**20
+# The most a tool call's arguments may be, as compact UTF-8 JSON: 1 MiB of code, about, the
+# largest diff heldout applies (heldout.tasks.patches). A larger call is not run (the agent is
+# told), and its trajectory step keeps TEXT_LIMIT characters of each argument with a marker.
+MAX_ARGUMENT_BYTES = MAX_DIFF_BYTES
 TIMINGS = ("started_s", "agent_s", "tool_s")
 END_REASONS = ("submitted", "max_turns", "max_tool_calls", "max_tokens", "max_cost", "timeout",
                "refused", "error")

