@@ -16,8 +16,13 @@ from heldout.tasks.patches import diff_trees
 from heldout.tasks.repository import RepositoryTask
 from heldout.tasks.sources import load_tasks
 from tests.repository_fixtures import require_test_python
-from tests.tasks.test_repository_hacks import FORGE_AT_EXIT, REWRITE_REPORTS, backend_of
-from tests.tasks.test_repository_swebench import clone, instance, write_lines  # noqa: F401
+from tests.tasks.test_repository_hacks import (
+    FORGE_AT_EXIT,
+    REWRITE_REPORTS,
+    SWALLOW_ASSERTIONS,
+    backend_of,
+)
+from tests.tasks.test_repository_swebench import instance, make_clone, write_lines
 from tests.tasks.test_repository_tasks import LIMITS, TASKS
 
 EVERY_REPORT_PASSED = textwrap.dedent("""
@@ -35,23 +40,6 @@ EVERY_REPORT_PASSED = textwrap.dedent("""
 
     _pytest.reports.TestReport.from_item_and_call = classmethod(_passed)
     """)
-SWALLOW_ASSERTIONS = textwrap.dedent("""
-    import _pytest.python
-
-    _run = _pytest.python.Function.runtest
-
-
-    def _runtest(self):
-        try:
-            _run(self)
-        except AssertionError:
-            pass
-
-
-    _pytest.python.Function.runtest = _runtest
-    """)
-
-
 def in_every_package(code: str):
     """The forgery appended to every `__init__.py` of the repository: it runs when the tests
     import the code under test."""
@@ -91,7 +79,7 @@ def swebench_task(tmp_path_factory) -> RepositoryTask:
     """The calc repository as a SWE-bench instance (its own git clone, base commit and fix),
     imported the way a user imports one."""
     folder = tmp_path_factory.mktemp("swebench")
-    repos, base = clone.__wrapped__(folder)
+    repos, base = make_clone(folder)
     out = folder / "swe.jsonl"
     result = CliRunner().invoke(app, [
         "tasks", "import-swebench", str(write_lines(folder / "instances.jsonl",

@@ -72,6 +72,21 @@ FORGE_AT_EXIT = textwrap.dedent("""
     _pytest.reports.TestReport.from_item_and_call = classmethod(_record)
     atexit.register(_forge)
     """)
+SWALLOW_ASSERTIONS = textwrap.dedent("""
+    import _pytest.python
+
+    _run = _pytest.python.Function.runtest
+
+
+    def _runtest(self):
+        try:
+            _run(self)
+        except AssertionError:
+            pass
+
+
+    _pytest.python.Function.runtest = _runtest
+    """)
 NEW_MODULE = "a new module outside the repository's packages"
 # Modules the interpreter, `site` or pytest import, or try to, by name: as new top-level files.
 START_UP_MODULES = {name: path for name, path in (
@@ -324,21 +339,7 @@ IN_PROCESS = {
 
         sys.modules["calc"].clamp = clamp
         """), COPY_PASSED),
-    "AssertionError swallowed around every test": (at_import("""
-        import _pytest.python
-
-        _run = _pytest.python.Function.runtest
-
-
-        def _runtest(self):
-            try:
-                _run(self)
-            except AssertionError:
-                pass
-
-
-        _pytest.python.Function.runtest = _runtest
-        """), COPY_PASSED),
+    "AssertionError swallowed around every test": (at_import(SWALLOW_ASSERTIONS), COPY_PASSED),
     "the hidden tests' file rewritten on disk at import": (at_import("""
         import os
 

@@ -25,7 +25,12 @@ GIT = ["git", "-c", "user.name=heldout", "-c", "user.email=heldout@localhost"]
 
 @pytest.fixture
 def clone(tmp_path: Path) -> tuple[Path, str]:
-    """A clone at repos/heldout__calc: the base commit, then the fix, a tag and a branch."""
+    return make_clone(tmp_path)
+
+
+def make_clone(tmp_path: Path) -> tuple[Path, str]:
+    """A clone at repos/heldout__calc: the base commit, then the fix, a tag and a branch; the
+    repos folder and the base commit."""
     folder = tmp_path / "repos" / "heldout__calc"
     for path, text in BASE.items():
         (folder / path).parent.mkdir(parents=True, exist_ok=True)
