@@ -132,6 +132,14 @@ def _ignore_signals() -> list[tuple[int, object]]:
     return before
 
 
+def _as_started(number: int, handler):
+    """The disposition the agent would have had started straight from heldout (Popen restores
+    SIGPIPE and SIGXFSZ; Python's own start ignores both and handles SIGINT)."""
+    if number in (signal.SIGPIPE, signal.SIGXFSZ) or callable(handler) or handler is None:
+        return signal.SIG_DFL
+    return handler
+
+
 def main(argv: list[str]) -> None:
     import ctypes
 
@@ -143,7 +151,7 @@ def main(argv: list[str]) -> None:
     if agent == 0:
         try:
             for number, handler in before:
-                signal.signal(number, handler)
+                signal.signal(number, _as_started(number, handler))
             os.execvp(argv[0], argv)
         except OSError as error:
             os.write(2, f"{argv[0]}: cannot run: {error}\n".encode())

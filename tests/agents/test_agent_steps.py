@@ -540,6 +540,18 @@ def test_a_completion_agent_ends_as_it_ended_whoever_holds_its_tree(tmp_path, tr
         agent.complete(ADD, 0, 7)
 
 
+def test_the_keeper_starts_the_agent_with_the_signals_heldout_would(tmp_path, tree_way):
+    """Ignored signals are inherited across exec: under the keeper (the /proc way) the agent
+    must ignore exactly what it ignores when heldout starts it (the cgroup way), SIGPIPE not."""
+    agent = make_agent("c", {"agent": "command", "command": [
+        "/bin/sh", "-c", "grep SigIgn /proc/$$/status"]}, CONTEXT)
+    ignored = int(agent.complete(ADD, 0, 7).text.split()[1], 16)
+    assert ignored & (1 << (signal.SIGPIPE - 1)) == 0
+    assert ignored == int(subprocess.run(
+        ["/bin/sh", "-c", "grep SigIgn /proc/$$/status"], capture_output=True, text=True,
+        start_new_session=True).stdout.split()[1], 16)
+
+
 def test_a_step_agent_that_exits_without_an_action_ends_its_turn_though_its_stdout_is_held(
     tmp_path, sandbox, tree_way, holder
 ):
