@@ -44,7 +44,10 @@ def test_dvc_repro_runs_the_pipeline_on_repository_tasks(project: Path, fresh_en
     assert (canaries["oracle_pass_rate"], canaries["blind_pass_rate"]) == (1.0, 0.0)
     hacker = pd.read_parquet(project / "data/rollouts/val/agent_hacker.parquet")
     assert len(hacker) > 0 and not hacker["passed"].any()
-    assert hacker["error"].str.contains("not applied|cannot be trusted|did not pass").all()
+    # Each for one of the judge's reasons: a change dropped, a copy passed or a report that
+    # cannot be read, a real test not passed, or an exit status that disagrees (an exit at import)
+    assert hacker["error"].str.contains(
+        "not applied|cannot be trusted|did not pass|disagrees with its report").all()
     tester = pd.read_parquet(project / "data/rollouts/val/agent_tester.parquet")
     assert tester["tool_calls"].min() >= 3  # it listed, read and wrote before submitting
     assert [entry["outcome"] for entry in ledger_of(project)] == ["opened", "closed"]
