@@ -167,8 +167,8 @@ def _rollouts_in_flight(params: dict[str, Any]) -> int:
 def test_access_line(root: Path, params: dict[str, Any]) -> str:
     """The access the test stage will need, and what the ledger already holds."""
     from heldout.custody.guard import LEDGER
+    from heldout.custody.history import accesses
     from heldout.custody.ledger import read_ledger
-    from heldout.custody.lock import accesses
     from heldout.episodes.harness import Harness
     from stages.catalog import MANIFEST, SELECTION
     from stages.common import section

@@ -4,13 +4,13 @@ reading them from being an access.
 A teammate who pulls the outputs (`dvc pull`) holds the results of an access the ledger already
 witnessed. When the stage runs anyway (`dvc repro --force`, a changed dependency that does not
 change the access, a hand-run `heldout stage test`), it first asks `recorded_results`: if
-`data/test/access.json` names this very access key, was made from the same inputs the key does
-not cover (the reruns' params, the test tasks decontamination excluded), the outputs on disk are
-byte for byte the ones it lists, and the ledger holds this access's `closed` line, MAC'd under
-the test key, with the same result digest, the outputs already are this access's results: the
-stage says so and ends, opening nothing, writing no ledger line and starting no MLflow run.
-Anything else (an output missing or changed, another key, new reruns params) runs the stage as
-before: the same key resumes (a `resumed` line), another is a new access."""
+`data/test/access.json` names this very access (its id is the digest of everything the stage
+computes from: heldout.custody.identity), the outputs on disk are byte for byte the ones it
+lists, and the ledger holds this access's `closed` line, MAC'd under the test key, with the same
+result digest, the outputs already are this access's results: the stage says so and ends,
+opening nothing, writing no ledger line and starting no MLflow run. Anything else goes to the
+lock (heldout.custody.lock): an access that never closed resumes, a closed one is refused (its
+outputs are restored, not recomputed), any other identity is a new access."""
 
 from __future__ import annotations
 
@@ -22,11 +22,12 @@ from typing import Any
 
 import pandas as pd
 
-from heldout.canonical import content_digest, sha256_hex
+from heldout.canonical import sha256_hex
 from heldout.custody.keys import TestKey
 from heldout.custody.ledger import line_hash, line_mac
 from heldout.episodes.rows import TIMING_COLUMNS
-from stages.catalog import ACCESS, EXCLUDED, RERUNS, SEALED_TEST_EPISODES, test_rollout_file
+from heldout.statistics.power import Reruns
+from stages.catalog import ACCESS, RERUNS, SEALED_TEST_EPISODES, test_rollout_file
 
 # Every output of an access but access.json, which lists their digests.
 ARMS = ("candidate", "base")
@@ -54,20 +55,21 @@ def timings_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
                       for run, table in tables.items()], ignore_index=True)
 
 
-def access_inputs(root: Path, reruns: dict[str, Any]) -> str:
-    """What the outputs depend on that the access key does not name: the reruns' params and the
-    test tasks decontamination excluded (the stage drops them from the opened split)."""
-    path = root / EXCLUDED
-    excluded = (json.loads(path.read_text(encoding="utf-8")).get("test", [])
-                if path.is_file() else [])
-    return content_digest({"reruns": reruns, "excluded_test": sorted(excluded)})
+def read_reruns(root: Path) -> Reruns | None:
+    """Each run's pass@1 of both arms, which the test stage ran `reruns.runs` times for the
+    run-level drift (the rollout files hold the runs pooled), or None."""
+    record = json.loads((root / RERUNS).read_text(encoding="utf-8"))
+    if not record["pass_at_1"]:
+        return None
+    scores = record["pass_at_1"]
+    return Reruns(tuple(scores["base"]), tuple(scores["candidate"]))
 
 
 def file_digests(contents: dict[Path, bytes]) -> dict[str, str]:
     return {str(path): sha256_hex(data) for path, data in sorted(contents.items())}
 
 
-def recorded_results(root: Path, access_id: str, inputs: str, ledger: list[dict[str, Any]],
+def recorded_results(root: Path, access_id: str, ledger: list[dict[str, Any]],
                      test_key: TestKey) -> dict[str, Any] | None:
     """access.json, if the outputs in place are access `access_id`'s closed results (see the
     module's docstring); else None."""
@@ -76,8 +78,8 @@ def recorded_results(root: Path, access_id: str, inputs: str, ledger: list[dict[
         outputs = access["outputs"]
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    if (access.get("access_id") != access_id or access.get("inputs") != inputs
-            or not isinstance(outputs, dict) or set(outputs) != set(map(str, RESULT_FILES))):
+    if (access.get("access_id") != access_id or not isinstance(outputs, dict)
+            or set(outputs) != set(map(str, RESULT_FILES))):
         return None
     for name, digest in outputs.items():
         try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -120,10 +120,12 @@ def sealed_task_source(root: Path) -> Path | None:
     return Path(source) if isinstance(source, str) and source.endswith(SEALED_SUFFIX) else None
 
 
-def checkpoint_settings(params: dict[str, Any], name: str) -> dict[str, Any]:
-    """`params.checkpoints.<name>`: `{agent: <kind>, ...settings}`."""
-    checkpoints = params.get("checkpoints") or {}
-    if name not in checkpoints:
+def checkpoint_settings(params: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """`params.checkpoints.<name>`: `{agent: <kind>, ...settings}` (read alone: the other
+    checkpoints are no input of what is computed with this one)."""
+    checkpoints = params.get("checkpoints")
+    if checkpoints is None or name not in checkpoints:
+        checkpoints = checkpoints or {}
         raise ParamsError(
             f"params.yaml: checkpoints.{name}: no such checkpoint; the checkpoints are "
             f"{', '.join(checkpoints) or 'none'}"
@@ -178,8 +180,14 @@ def log_split_input(
 def eval_view(root: Path, split: str, tasks: list[Task]) -> list[Task]:
     """The eval tasks later stages score: the split less what decontamination excluded
     (policy drop). Without a decontaminate stage, the whole split."""
+    excluded = excluded_ids(root, split)
+    return [t for t in tasks if t.id not in excluded]
+
+
+def excluded_ids(root: Path, split: str) -> frozenset[str]:
+    """The ids of `split` that decontamination excluded (none without a decontaminate
+    stage)."""
     path = root / EXCLUDED
     if not path.is_file():
-        return tasks
-    excluded = set(json.loads(path.read_text(encoding="utf-8")).get(split, []))
-    return [t for t in tasks if t.id not in excluded]
+        return frozenset()
+    return frozenset(json.loads(path.read_text(encoding="utf-8")).get(split, []))

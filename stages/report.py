@@ -7,11 +7,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+from heldout.canonical import content_digest, sha256_hex
 from heldout.contamination.report import leak_methods
 from heldout.custody.access_params import TestConfig
+from heldout.custody.history import accesses, models_evaluated
 from heldout.custody.ledger import read_ledger
-from heldout.custody.lock import accesses, models_evaluated
 from heldout.episodes.harness import Harness
+from heldout.errors import StageError
 from heldout.files import staged_outputs
 from heldout.report import (
     Decontamination,
@@ -20,20 +22,21 @@ from heldout.report import (
     read_rollouts,
     stage_report,
 )
+from heldout.report.closing import redrawn, verdict_record
 from heldout.report.dvc_view import test_metrics
 from heldout.report.sweep import sweep_report_files
-from heldout.statistics.power import Reruns
+from stages.access_record import read_reruns
 from stages.catalog import (
     ACCESS,
     DECONTAM_REPORT,
     LEDGER,
     REPORTS,
-    RERUNS,
     SELECTION,
     TEST_METRICS,
     test_rollout_file,
 )
 from stages.common import (
+    git_commit,
     project_root,
     protocol_tags,
     read_manifest,
@@ -76,14 +79,30 @@ def read_decontamination(root: Path) -> Decontamination:
                            excluded=found["excluded_eval_ids"]["test"])
 
 
-def read_reruns(root: Path) -> Reruns | None:
-    """Each run's pass@1 of both arms, which the test stage ran `reruns.runs` times for the
-    run-level drift (the rollout files hold the runs pooled), or None."""
-    record = json.loads((root / RERUNS).read_text(encoding="utf-8"))
-    if not record["pass_at_1"]:
-        return None
-    scores = record["pass_at_1"]
-    return Reruns(tuple(scores["base"]), tuple(scores["candidate"]))
+def closed_access(root: Path, access: dict[str, Any]) -> dict[str, Any]:
+    """The ledger's `closed` line of the access data/test/access.json names, after checking
+    that the files the report reads are the ones it recorded; else a StageError: a report is
+    drawn from an access's own results or not at all."""
+    closed = [e for e in read_ledger(root / LEDGER) if e.get("outcome") == "closed"
+              and e.get("access_id") == access.get("access_id")]
+    if not closed:
+        raise StageError(f"{ACCESS} names access {access.get('access_id')}, which has no "
+                         f"`closed` line in the ledger ({LEDGER}): its files are no access's "
+                         "results, and no report is drawn from them")
+    last = closed[-1]
+    recorded = last.get("outputs") or {}  # lines from before outputs were recorded: none
+    for name, digest in recorded.items():
+        path = root / name
+        if not path.is_file() or sha256_hex(path.read_bytes()) != digest:
+            raise StageError(f"{name} is not the file access {last['access_id']} closed with "
+                             f"(ledger line {last['seq']}): restore it (`dvc checkout "
+                             f"{name}`); a report is drawn from the access's own results")
+    verdict = last.get("verdict") or {}
+    if verdict and verdict.get("groups_digest") != content_digest(access.get("groups") or {}):
+        raise StageError(f"{ACCESS}: its task groups are not the ones access "
+                         f"{last['access_id']} closed with (ledger line {last['seq']}): "
+                         f"restore it (`dvc checkout {ACCESS}`)")
+    return last
 
 
 def sweep_report(root: Path, experiment: str) -> dict[str, Any]:
@@ -109,6 +128,7 @@ def run(root: Path | None = None) -> dict[str, Any]:
     harness = section(params, "harness", Harness)
     manifest = read_manifest(root)
     access = json.loads((root / ACCESS).read_text(encoding="utf-8"))
+    closed = closed_access(root, access)
     with tracked_stage(root, params, "report", "report") as mlflow_run:
         mlflow_run.set_tags(protocol_tags(manifest) | {
             "harness": harness.fingerprint(), "candidate": access["candidate"],
@@ -121,6 +141,14 @@ def run(root: Path | None = None) -> dict[str, Any]:
             decontamination=read_decontamination(root),
             reruns=read_reruns(root),
         )
+        recorded = closed.get("verdict")
+        redrawing = recorded and redrawn(
+            recorded, verdict_record(report.headline.decision, access["groups"]),
+            closed_at=f"ledger line {closed['seq']}, commit {closed.get('git_commit')}",
+            commit=git_commit(root))
+        if redrawing:
+            report.headline.warnings.insert(0, redrawing)
+            print(f"report: {redrawing}")
         with staged_outputs() as outputs:
             written = stage_report(report, root / REPORTS, outputs)
             outputs.write_json(root / TEST_METRICS, test_metrics(report))

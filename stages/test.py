@@ -25,9 +25,11 @@ from heldout.canonical import content_digest
 from heldout.custody.access_params import TestConfig
 from heldout.custody.anchor import stage_ledger
 from heldout.custody.guard import TestSetAccessError
+from heldout.custody.history import accesses, models_evaluated
+from heldout.custody.identity import ParamsReads, access_identity, identity_digest
 from heldout.custody.keys import CustodyConfig, opening_key, require_team_key
 from heldout.custody.ledger import LedgerStore, read_ledger
-from heldout.custody.lock import AccessKey, TestLock, accesses, models_evaluated, refuse
+from heldout.custody.lock import AccessKey, TestLock, refuse
 from heldout.custody.seal import seal
 from heldout.custody.spend import spend_refusal, spent_reason
 from heldout.episodes.chunks import ChunkExecutor
@@ -35,13 +37,15 @@ from heldout.episodes.harness import Harness
 from heldout.episodes.rollout import RolloutsConfig, roll_out
 from heldout.episodes.rows import TIMING_COLUMNS, outcome_table, rollout_table
 from heldout.files import json_bytes, staged_outputs
+from heldout.report.closing import closing_verdict
+from heldout.report.inputs import read_rollouts
 from heldout.statistics.counts import pool_runs
 from stages.access_record import (
     ARMS,
     TIMINGS,
-    access_inputs,
     file_digests,
     parquet_bytes,
+    read_reruns,
     recorded_results,
     timings_table,
     without_timings,
@@ -56,7 +60,7 @@ from stages.catalog import (
 )
 from stages.common import (
     checkpoint_settings,
-    eval_view,
+    excluded_ids,
     git_commit,
     log_split_input,
     project_root,
@@ -142,7 +146,9 @@ def episodes_parquet(tables: dict[str, Any]) -> bytes:
 
 def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[str, Any]:
     root = project_root(root)
-    params = read_params(root)
+    # Every params value this stage reads is recorded and goes into the access's identity
+    # (heldout.custody.identity); nothing reads params.yaml here but through it.
+    params = ParamsReads(read_params(root))
     harness = section(params, "harness", Harness)
     config = section(params, "rollouts", RolloutsConfig)
     test_config = section(params, "test", TestConfig)
@@ -162,15 +168,18 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
     settings = {arm: checkpoint_settings(params, name) for arm, name in names.items()}
     identities = {arm: content_digest(identity_settings(value))
                   for arm, value in settings.items()}
+    excluded = excluded_ids(root, "test")
+    content_version = manifest.get("test_content_version") or manifest["test_version"]
+    identity = access_identity(params, {
+        "test_version": manifest["test_version"], "content_version": content_version,
+        "task_source": manifest["source"], "excluded_test": sorted(excluded), "arms": names})
     key = AccessKey(manifest["test_version"], names["candidate"], names["base"],
                     harness.fingerprint(), identities["candidate"], identities["base"],
-                    manifest.get("test_content_version") or manifest["test_version"])
-    inputs = access_inputs(root, reruns_config.model_dump())
+                    content_version, identity_digest(identity))
     # Reading results is not an access: outputs already holding this access's closed results
     # (pulled from a DVC remote, or left by the last run) end the stage here, before any MLflow
     # run or ledger line.
-    recorded = recorded_results(root, key.access_id, inputs, read_ledger(root / LEDGER),
-                                test_key)
+    recorded = recorded_results(root, key.access_id, read_ledger(root / LEDGER), test_key)
     if recorded is not None:
         print(f"test: the outputs hold access {key.access_id[:12]}'s results, closed in the "
               "ledger; reading them is not an access: nothing opened, nothing recorded")
@@ -186,8 +195,9 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
         why_not = why_not or spend_refusal(plan, names["candidate"], test_config.spend)
         if why_not:
             refuse(root, key, why_not, mlflow_run_id=mlflow_run.run_id, git_commit=commit)
-        lock = TestLock(root, key, manifest, test_key=test_key,
-                        selection_digest=selection["val_scores_digest"], git_commit=commit,
+        lock = TestLock(root, key, manifest, test_key=test_key, identity=identity,
+                        excluded=excluded, selection_digest=selection["val_scores_digest"],
+                        git_commit=commit,
                         reason=reaccess.reason, reason_for=reaccess.access,
                         spend=spent_reason(plan, names["candidate"], test_config.spend),
                         mlflow_run_id=mlflow_run.run_id,
@@ -203,7 +213,7 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
                                          "test_access_stopped": "before the lock recorded it"})
                 raise
             mlflow_run.set_tags({"test_outcome": lock.outcome})
-            tasks = eval_view(root, "test", lock.read_tasks())
+            tasks = lock.read_tasks()
             log_split_input(mlflow_run, root, manifest, "test", tasks)
             timings: list[float] = []
 
@@ -237,10 +247,11 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
                 "models_evaluated_on_it": models_evaluated(entries, key.test_version,
                                                            key.content_version),
                 "predecessor": lock.context.get("predecessor"),
+                "tasks_seen_before": lock.seen_before,
                 "tasks": len(tasks),
                 # The report breaks results down by group without opening the test split.
                 "groups": {t.id: t.group for t in tasks},
-                "inputs": inputs,
+                "identity": identity,
             }
             pooled_base, pooled_candidate, measured = pool_runs(runs["base"], runs["candidate"])
             tables = {"base": pooled_base, "candidate": pooled_candidate}
@@ -260,12 +271,18 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
                     outputs.write_bytes(root / path, data)
                 outputs.write_bytes(root / TIMINGS, parquet_bytes(timings_table(every_run)))
                 outputs.write_json(root / ACCESS, access)
-            lock.close(digest)
+            # Decided from the files just written, as the report will read them, and fixed
+            # with the access: a later report re-draws it, never re-decides it silently.
+            verdict = closing_verdict(
+                *(read_rollouts(root / test_rollout_file(arm)) for arm in ("base", "candidate")),
+                groups=access["groups"], reruns=read_reruns(root))
+            lock.close(digest, access["outputs"], verdict)
         # Staged for the next commit, which anchors the new lines (heldout.custody.anchor).
         stage_ledger(root)
         mlflow_run.log_metrics({f"{arm}_episode_pass_rate": float(t["passed"].mean())
                                 for arm, t in tables.items()}
                                | {"accesses_of_this_test_version": len(opened),
+                                  "tasks_seen_before": lock.seen_before,
                                   "episodes_s": episodes_s} | speed)
         if rerun_record["pass_at_1"]:
             mlflow_run.log_metrics({f"{arm}_run_{number}_pass_at_1": score

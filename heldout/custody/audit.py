@@ -23,6 +23,7 @@ from typing import Any
 from heldout.custody.anchor import Anchor, anchor_ledger
 from heldout.custody.export import witness
 from heldout.custody.guard import LEDGER, stamp
+from heldout.custody.history import models_evaluated
 from heldout.custody.keys import KeyRing, TestKey, TestKeyError, load_keys
 from heldout.custody.ledger import (
     UNAUTHENTICATED_OUTCOMES,
@@ -32,7 +33,6 @@ from heldout.custody.ledger import (
     parsed_lines,
     verify_text,
 )
-from heldout.custody.lock import models_evaluated
 
 TAG = "heldout."
 OPENING = ("opened", "resumed")

@@ -1,18 +1,23 @@
 """The test lock: the only way to open the test split, and the record of every attempt.
 
-An access is one key: the test set (its file's version and its evaluated content's), the
-candidate and the base by name *and by the digest of their settings* (the model behind a name,
-as the episode cache knows it), and the harness. The first access opens; the same key again
-resumes it (a crash, `dvc repro --force`) without counting another access; a different key (a
-new model behind an old name included) is refused unless a reason names it, and the reason is
-recorded and spent: the next new key needs a new reason, so one justified look cannot become a
-habit. Accesses are counted per evaluated content (heldout.tasks.split.evaluated_version), so
-an edit to a test task's metadata does not reset the count; a set whose content changed is a
-new version, whose first access records its predecessor's count. Every attempt, refused ones
-included, is a line in the ledger (heldout.custody.ledger).
+An access is its identity: the digest of everything the test stage computes from
+(heldout.custody.identity: every params value it read, the test set's versions, the tasks it
+leaves out, the arms), with the arms' names and settings digests beside it for people. What
+is allowed:
 
-Outside a TestLock, the guard (heldout.custody.guard) refuses any open of the test split's files
-and records the attempt.
+- **open**: the first access to a set of tasks no earlier access opened;
+- **resume**: the same identity again, while its access has not closed (a crash), counting
+  no new access; once it has closed, its numbers are fixed and the same identity is refused
+  (the outputs that hold them are restored with `dvc checkout`/`dvc pull`, not recomputed);
+- **another access**: any other identity that would open a task an earlier access opened
+  (heldout.custody.history: by id within the task source, or by evaluated content in any),
+  whatever else changed: refused unless a reason names it, and the reason is recorded and
+  spent (the next needs a new one). The refusal says which inputs differ from the last access
+  to those tasks and how many of the tasks were seen.
+
+Every attempt, refused ones included, is a line in the ledger (heldout.custody.ledger). Outside
+a TestLock, the guard (heldout.custody.guard) refuses any open of the test split's files and
+records the attempt.
 """
 
 from __future__ import annotations
@@ -31,15 +36,27 @@ from heldout.custody.guard import (
     record_refusal,
     stamp,
 )
+from heldout.custody.history import (
+    TASK_DIGEST_CHARS,
+    TestSet,
+    accesses,
+    changed_inputs,
+    predecessor,
+    seen_tasks,
+)
 from heldout.custody.keys import TestKey, TestKeyError
 from heldout.custody.ledger import AccessRefused, LedgerStore, append, read_ledger
 from heldout.custody.seal import SealBrokenError, WrongKeyError, unseal
 from heldout.tasks.record import Task
 from heldout.tasks.sources import load_jsonl_bytes
+from heldout.tasks.split import evaluated_digest
 
 
 @dataclass(frozen=True)
 class AccessKey:
+    """Who and what an access is, for people (names, settings digests, versions), and
+    `inputs`, the digest of its whole identity (heldout.custody.identity), for the rule."""
+
     test_version: str
     candidate: str
     base: str
@@ -47,60 +64,25 @@ class AccessKey:
     candidate_settings: str
     base_settings: str
     content_version: str
+    inputs: str
 
     @property
     def access_id(self) -> str:
         return content_digest(asdict(self))[:16]
 
 
-def same_test_set(entry: dict[str, Any], test_version: str, content_version: str | None) -> bool:
-    """Whether a ledger line is about this test set: the same evaluated content, or, for a line
-    from before contents were recorded, the very same file (which has the same content)."""
-    if entry.get("content_version") and content_version:
-        return entry["content_version"] == content_version
-    return entry["test_version"] == test_version
-
-
-def accesses(ledger_entries: list[dict[str, Any]], test_version: str,
-             content_version: str | None = None) -> list[dict[str, Any]]:
-    """The opened accesses of a test set, in order (resumes and refusals not counted)."""
-    return [e for e in ledger_entries if e["outcome"] == "opened"
-            and same_test_set(e, test_version, content_version)]
-
-
-def models_evaluated(ledger_entries: list[dict[str, Any]], test_version: str,
-                     content_version: str | None = None) -> int:
-    """How many models, candidates and bases alike, have test numbers on a test set: a name
-    with two settings digests is two models."""
-    opened = accesses(ledger_entries, test_version, content_version)
-    return len({(e["candidate"], e.get("candidate_settings")) for e in opened}
-               | {(e["base"], e.get("base_settings")) for e in opened})
-
-
-def predecessor(ledger_entries: list[dict[str, Any]], key: AccessKey) -> dict[str, Any] | None:
-    """The test set opened last before this one, and how often it was: what the first access
-    of a changed set records, so a new version never hides the count of the old."""
-    others = [e for e in ledger_entries if e["outcome"] == "opened"
-              and not same_test_set(e, key.test_version, key.content_version)]
-    if not others:
-        return None
-    last = others[-1]
-    version = last.get("content_version") or last["test_version"]
-    count = sum((e.get("content_version") or e["test_version"]) == version for e in others)
-    return {"content_version": version, "test_version": last["test_version"],
-            "accesses": count}
-
-
 class TestLock:
-    """`with TestLock(...) as lock: tasks = lock.read_tasks(); ...; lock.close(digest)`."""
+    """`with TestLock(...) as lock: tasks = lock.read_tasks(); ...; lock.close(...)`."""
 
     __test__ = False
 
     def __init__(self, root: Path, key: AccessKey, manifest: dict[str, Any], *,
-                 test_key: TestKey, selection_digest: str, git_commit: str, reason: str = "",
+                 test_key: TestKey, identity: dict[str, Any], excluded: frozenset[str],
+                 selection_digest: str, git_commit: str, reason: str = "",
                  reason_for: str = "", spend: str = "", mlflow_run_id: str | None = None,
                  mlflow_experiment_id: str | None = None):
         self.root, self.key, self.manifest, self.test_key = root, key, manifest, test_key
+        self.identity, self.excluded = identity, excluded
         self.ledger = root / LEDGER
         self.reason, self.reason_for = reason.strip(), reason_for.strip()
         # spend: why the split was opened though the val plan said it would not decide
@@ -111,7 +93,9 @@ class TestLock:
                         "mlflow_experiment_id": mlflow_experiment_id}
         self.outcome = ""
         self.recorded = False  # whether a ledger line names this attempt yet
+        self.seen_before = 0  # how many of its tasks earlier accesses opened
         self._tasks: list[Task] = []
+        self._tests: TestSet | None = None
         self._open = ExitStack()  # holds the permission to open while the lock is open
 
     @property
@@ -120,34 +104,50 @@ class TestLock:
 
     def _entry(self, outcome: str, **extra: Any) -> dict[str, Any]:
         return {**asdict(self.key), **stamp(), **self.context, "outcome": outcome,
-                "access_id": self.key.access_id, "reason": self.reason,
-                "result_digest": None, **extra}
+                "access_id": self.key.access_id, "identity": self.identity,
+                "reason": self.reason, "result_digest": None, **extra}
+
+    def _refuse(self, why: str) -> None:
+        append(self.ledger, self._entry("refused", reason=why), key=self.test_key)
+        self.recorded = True
+        raise TestSetAccessError(f"refused: {why}. Every look at a test set spends it.",
+                                 recorded=True)
 
     def __enter__(self) -> TestLock:
         entries = read_ledger(self.ledger)
-        earlier = accesses(entries, self.key.test_version, self.key.content_version)
-        if any(e["access_id"] == self.key.access_id for e in earlier):
-            outcome = "resumed"
-            self.reason = ""  # a resume needs no reason and spends none
-        else:
-            why = self._why_refused(earlier, entries)
-            if why:
-                append(self.ledger, self._entry("refused", reason=why), key=self.test_key)
-                self.recorded = True
-                raise TestSetAccessError(f"refused: {why}. Every look at a test set spends it.",
-                                         recorded=True)
-            outcome = "opened"
-            if not earlier:
-                self.reason = ""  # the first look needs no reason and spends none
-                self.context["predecessor"] = predecessor(entries, self.key)
-        # Unsealed before the line is written: a missing, damaged or foreign file is a clean
+        mine = [e for e in entries if e.get("access_id") == self.key.access_id]
+        closed = next((e for e in mine if e["outcome"] == "closed"), None)
+        if closed is not None:
+            self.reason = ""
+            self._refuse(f"access {self.key.access_id} closed at ledger line {closed['seq']} "
+                         f"({closed['time']}, result {str(closed.get('result_digest'))[:12]}): "
+                         "its numbers are fixed and no run computes them again. Its outputs "
+                         "are not in place: restore them (`dvc checkout data/test` or `dvc "
+                         "pull data/test`) and the stage opens nothing")
+        # Unsealed before any line is written: a missing, damaged or foreign file is a clean
         # error that leaves the ledger as it was, with no access to close.
         with opening(self.key.access_id):
-            self._tasks = self._unseal()
-        if outcome == "opened":
-            self._open_in_store()
-        else:
+            self._tasks = [task for task in self._unseal() if task.id not in self.excluded]
+        self._tests = TestSet(
+            self.key.test_version, self.key.content_version, str(self.manifest["source"]),
+            tuple(task.id for task in self._tasks),
+            tuple(evaluated_digest(task)[:TASK_DIGEST_CHARS] for task in self._tasks))
+        if any(e["outcome"] == "opened" for e in mine):
+            outcome = "resumed"
+            self.reason = ""  # a resume needs no reason and spends none
             append(self.ledger, self._entry(outcome), key=self.test_key)
+        else:
+            why = self._why_refused(entries)
+            if why:
+                self._refuse(why)
+            outcome = "opened"
+            self.seen_before = len(seen_tasks(entries, self._tests)[1])
+            if not self.seen_before:
+                self.reason = ""  # the first look at these tasks needs no reason
+            if not accesses(entries, self.key.test_version, self.key.content_version):
+                self.context["predecessor"] = predecessor(entries, self.key.test_version,
+                                                          self.key.content_version)
+            self._open_in_store()
         self.outcome, self.recorded = outcome, True
         self._open.enter_context(opening(self.key.access_id))
         return self
@@ -155,38 +155,44 @@ class TestLock:
     def _open_in_store(self) -> None:
         """Write the `opened` line with the refusal rule decided again on the store's entries,
         inside its transaction: another machine's first open a moment earlier (of this access
-        key or another one of this test set) makes this one a `refused` line, never a second
+        or another one of these tasks) makes this one a `refused` line, never a second
         access without a reason."""
-        def check(entries: list[dict[str, Any]]) -> str | None:
-            earlier = accesses(entries, self.key.test_version, self.key.content_version)
-            return self._why_refused(earlier, entries)
-
+        assert self._tests is not None
+        fields = self._entry("opened", seen_before=self.seen_before, **self._tests.record())
         try:
-            LedgerStore.for_export(self.ledger).open_access(self._entry("opened"),
-                                                            self.test_key, check=check)
+            LedgerStore.for_export(self.ledger).open_access(fields, self.test_key,
+                                                            check=self._why_refused)
         except AccessRefused as refused:
             self.recorded = True
             raise TestSetAccessError(f"{refused}. Every look at a test set spends it.",
                                      recorded=True) from None
 
-    def _why_refused(self, earlier: list[dict[str, Any]],
-                     entries: list[dict[str, Any]]) -> str | None:
-        """Why a new key may not open this test version: the reason is missing, names another
-        access, or was already spent on one."""
-        if not earlier:
+    def _why_refused(self, entries: list[dict[str, Any]]) -> str | None:
+        """Why this identity may not open: earlier accesses opened some of its tasks and the
+        reason is missing, names another access, or was already spent on one."""
+        assert self._tests is not None
+        sharing, seen = seen_tasks(entries, self._tests)
+        if not sharing:
             return None
-        last = earlier[-1]
+        last = sharing[-1]
         this = (f"candidate {self.key.candidate} (settings {self.key.candidate_settings[:12]}) "
                 f"vs {self.key.base} (settings {self.key.base_settings[:12]}), harness "
                 f"{self.key.harness[:12]}, access id {self.key.access_id}")
         if not self.reason:
-            return (f"{self.key.content_version} was already opened (ledger line {last['seq']}, "
-                    f"{last['time']}, by {last['user']}) for candidate {last['candidate']} "
-                    f"(settings {(last.get('candidate_settings') or '?')[:12]}) vs "
-                    f"{last['base']} (settings {(last.get('base_settings') or '?')[:12]}) under "
-                    f"harness {last['harness'][:12]}; this access ({this}) "
-                    f"would be access number {len(earlier) + 1}. If you must, set "
-                    f"params.test.reaccess.reason to why and params.test.reaccess.access to "
+            changes = changed_inputs(last.get("identity"), self.identity)
+            shown = "; ".join(changes[:6]) + (f"; and {len(changes) - 6} more"
+                                              if len(changes) > 6 else "")
+            return (f"{len(seen)} of the {len(self._tests.task_ids)} test tasks this access "
+                    f"would open were already opened by {len(sharing)} earlier access(es) "
+                    f"(last: ledger line {last['seq']}, {last['time']}, by {last['user']}, "
+                    f"test set {last.get('content_version') or last['test_version']}, candidate "
+                    f"{last['candidate']} (settings "
+                    f"{(last.get('candidate_settings') or '?')[:12]}) vs {last['base']} "
+                    f"(settings {(last.get('base_settings') or '?')[:12]})). This access "
+                    f"({this}) differs from it in: {shown}. It would be access number "
+                    f"{len(sharing) + 1} to those tasks: a closed access's numbers are fixed, "
+                    "and another look is a new access. If you must, set "
+                    "params.test.reaccess.reason to why and params.test.reaccess.access to "
                     f"{self.key.candidate}: it will be recorded, counted and spent")
         if self.reason_for not in (self.key.candidate, self.key.access_id):
             return (f"params.test.reaccess names access {self.reason_for or '(none)'!r}, and "
@@ -219,11 +225,16 @@ class TestLock:
         return load_jsonl_bytes(plain, str(SEALED_TEST))
 
     def read_tasks(self) -> list[Task]:
-        """The test split's tasks, checked against the manifest's digest when the lock opened."""
+        """The test tasks this access evaluates: the split, checked against the manifest's
+        digest when the lock opened, less the excluded ones."""
         return list(self._tasks)
 
-    def close(self, result_digest: str) -> None:
-        append(self.ledger, self._entry("closed", result_digest=result_digest),
+    def close(self, result_digest: str, outputs: dict[str, str],
+              verdict: dict[str, Any]) -> None:
+        """The access's last line: its result digest, the digest of every output file that
+        holds it and the verdict they gave, fixed from now on (the report checks them)."""
+        append(self.ledger, self._entry("closed", result_digest=result_digest,
+                                        outputs=outputs, verdict=verdict),
                key=self.test_key)
 
     def __exit__(self, *exc: object) -> None:

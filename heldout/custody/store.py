@@ -31,6 +31,7 @@ from typing import Any
 import yaml
 from filelock import FileLock
 
+from heldout.environment import store_root
 from heldout.errors import HeldoutError
 
 GENESIS = "0" * 64
@@ -330,16 +331,19 @@ def open_line_store(root: Path, url: str | None = None, export: Path | None = No
     the project's ledger file). A team whose MLflow runs on PostgreSQL shares one ledger there
     without a setting; `ledger_url` says otherwise."""
     url = (configured_url(root) or tracking_database()) if url is None else url.strip()
-    export = export or root / EXPORT
+    # In a copy DVC makes (`dvc exp run --temp`, a queued experiment) the ledger is still the
+    # project's: a line written into the copy would be thrown away with it.
+    project = store_root(root)
+    export = project / EXPORT if export is None or export == root / EXPORT else export
     if url.startswith(POSTGRES_SCHEMES):
         return LineStore(_Postgres(url), export)
     if url.startswith("sqlite:///"):
         path = Path(url.removeprefix("sqlite:///"))
-        return LineStore(_Sqlite(path if path.is_absolute() else root / path), export)
+        return LineStore(_Sqlite(path if path.is_absolute() else project / path), export)
     if url:
         raise StoreError(f"params.custody.ledger_url: {url!r} is neither postgresql://… nor "
                          "sqlite:///…; leave it empty for the embedded store")
-    return LineStore(_Sqlite(root / EMBEDDED), export)
+    return LineStore(_Sqlite(project / EMBEDDED), export)
 
 
 def store_for_export(path: Path) -> LineStore:

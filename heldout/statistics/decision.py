@@ -80,6 +80,18 @@ BETTING_BELOW = 100
 # cell at 0.037; 100 cost a third of the power on a U-shaped set: docs/statistics.md).
 DIFFERING_BELOW = 75
 
+
+
+def rule_settings() -> dict[str, float]:
+    """The constants the rule decides with, as a closed access records them beside its
+    verdict: a later report that decides otherwise can say which of them changed."""
+    return {"alpha": ALPHA, "power": POWER, "min_units": MIN_UNITS,
+            "min_failure_capable": MIN_FAILURE_CAPABLE,
+            "warn_failure_capable": WARN_FAILURE_CAPABLE, "truncation_ratio": TRUNCATION_RATIO,
+            "truncation_floor": TRUNCATION_FLOOR, "betting_below": BETTING_BELOW,
+            "differing_below": DIFFERING_BELOW}
+
+
 # Gates that hold the verdict at "no difference detected", in the order the rule checks them.
 TEST_DOES_NOT_REJECT = "the paired test does not reject"
 INTERVAL_INCLUDES_ZERO = "interval includes 0"

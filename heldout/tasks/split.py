@@ -104,9 +104,13 @@ def evaluated_version(tasks: list[Task]) -> str:
     entry point, runtime, a kind's own judging fields), not by its file: editing a task's
     metadata, id, group or reference solution leaves it, so the one-access rule cannot be reset
     by a cosmetic edit."""
-    evaluated = sorted(content_digest(t.model_dump(mode="json", exclude=_NOT_EVALUATED))
-                       for t in tasks)
-    return f"c-{content_digest(evaluated)[:12]}"
+    return f"c-{content_digest(sorted(map(evaluated_digest, tasks)))[:12]}"
+
+
+def evaluated_digest(task: Task) -> str:
+    """One task by what is evaluated of it: the same task under another id, group or
+    metadata has the same digest."""
+    return content_digest(task.model_dump(mode="json", exclude=_NOT_EVALUATED))
 
 
 def build_manifest(

@@ -40,7 +40,7 @@ def set_checkpoint(project: Path, name: str, **settings) -> None:
 def test_a_new_model_behind_the_base_name_is_a_new_access(project: Path):
     first = test_stage.run(project)
     set_checkpoint(project, "base", skill=1.0)  # another model, the same name
-    with pytest.raises(TestSetAccessError, match="was already opened"):
+    with pytest.raises(TestSetAccessError, match="already opened"):
         test_stage.run(project)
     assert outcomes(project) == ["opened", "closed", "refused"]
     set_params(project, "test", reaccess={"access": "late", "reason": "the new base model"})
@@ -59,17 +59,18 @@ def test_a_new_model_behind_the_candidate_name_is_a_new_access(project: Path):
     rollouts.run("late", project)
     score.run(project)
     select.run(project)
-    with pytest.raises(TestSetAccessError, match="was already opened"):
+    with pytest.raises(TestSetAccessError, match="already opened"):
         test_stage.run(project)
     assert outcomes(project)[-1] == "refused"
 
 
-def test_the_same_models_again_resume_the_one_access(project: Path):
+def test_the_same_models_again_read_the_closed_access_and_never_recompute_it(project: Path):
     first = test_stage.run(project)
-    (project / "data/test/access.json").unlink()  # else its outputs end the run (test_pull.py)
-    again = test_stage.run(project)
-    assert again["resumed"] and again["access_id"] == first["access_id"]
-    assert again["accesses_of_this_test_version"] == 1
+    assert test_stage.run(project)["access_id"] == first["access_id"]  # its outputs, read
+    (project / "data/test/access.json").unlink()
+    with pytest.raises(TestSetAccessError, match="numbers are fixed"):
+        test_stage.run(project)
+    assert outcomes(project) == ["opened", "closed", "refused"]
 
 
 def edit_test_metadata(project: Path) -> None:
@@ -90,7 +91,7 @@ def edit_test_metadata(project: Path) -> None:
 def test_a_metadata_edit_keeps_the_count(project: Path):
     test_stage.run(project)
     edit_test_metadata(project)
-    with pytest.raises(TestSetAccessError, match="was already opened"):
+    with pytest.raises(TestSetAccessError, match="already opened"):
         test_stage.run(project)
     set_params(project, "test", reaccess={"access": "late", "reason": "metadata reviewed"})
     assert test_stage.run(project)["accesses_of_this_test_version"] == 2
@@ -111,13 +112,23 @@ def test_a_changed_set_is_a_new_version_that_names_its_predecessors_count(projec
         rollouts.run(name, project)
     score.run(project)
     select.run(project)
-    access = test_stage.run(project)  # a new version's first access needs no reason
+    # The same tasks under a new content: a re-access of every one of them, which needs a
+    # reason, and the new version's first access still records its predecessor's count.
+    with pytest.raises(TestSetAccessError, match=f"{access_tasks(project)} of the "):
+        test_stage.run(project)
+    set_params(project, "test", reaccess={"access": "late", "reason": "prompts reformatted"})
+    access = test_stage.run(project)
     assert access["content_version"] != before["test_content_version"]
     assert access["accesses_of_this_test_version"] == 1
+    assert access["tasks_seen_before"] == access["tasks"]
     assert access["predecessor"] == {"content_version": before["test_content_version"],
                                      "test_version": before["test_version"], "accesses": 1}
     opened = [e for e in read_ledger(project / LEDGER) if e["outcome"] == "opened"]
     assert opened[-1]["predecessor"]["accesses"] == 1
+
+
+def access_tasks(project: Path) -> int:
+    return json.loads((project / "data/test/access.json").read_text())["tasks"]
 
 
 # --- the audit reads the whole store and ignores replace objects -----------------------------
@@ -131,7 +142,7 @@ def repo(project: Path) -> Path:
 
 # One access key opens once (the ledger store's constraint): a second access is another key.
 SECOND = AccessKey("t-0123456789ab", "early", "base", "f" * 64, "e" * 64, "b" * 64,
-                   "c-0123456789ab")
+                   "c-0123456789ab", "i" * 64)
 
 
 def test_renaming_the_experiment_does_not_hide_an_erased_access(repo: Path):

@@ -38,7 +38,7 @@ from tests.pipeline.test_cli import heldout
 
 OTHER_KEY = TestKey(bytes.fromhex("22" * 32))
 ACCESS = AccessKey("t-0123456789ab", "late", "base", "f" * 64, "a" * 64, "b" * 64,
-                   "c-0123456789ab")
+                   "c-0123456789ab", "i" * 64)
 NOT_GIT = "{} is not a git repository, so the ledger has no anchor: keep the project in git " \
           "and commit the ledger after each access"
 NO_MAC = "the line has no MAC, and only a refused attempt may be written without the test " \
@@ -317,7 +317,7 @@ def test_lines_not_yet_committed_are_listed_with_the_command_not_failed(repo: Pa
     record_access(repo)
     commit = commit_ledger(repo)
     record_access(repo, access=AccessKey("t-0123456789ab", "early", "base", "f" * 64,
-                                                "e" * 64, "b" * 64, "c-0123456789ab"))
+                                                "e" * 64, "b" * 64, "c-0123456789ab", "i" * 64))
     result = audit_of(repo)
     assert result.ok, result.problems
     assert result.notes == [

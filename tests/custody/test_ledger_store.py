@@ -309,3 +309,17 @@ def test_params_ledger_url_wins_over_the_tracking_store(project: Path, monkeypat
         open_line_store(project)  # the tracking store's database it is, and it is down
     set_ledger_url(project, f"sqlite:///{project / 'elsewhere.sqlite'}")
     assert open_line_store(project).where == f"sqlite:///{project / 'elsewhere.sqlite'}"
+
+
+def test_a_copy_dvc_makes_for_an_experiment_writes_the_projects_ledger(tmp_path: Path):
+    """`dvc exp run --temp` runs the stages in a copy under .dvc/tmp/exps; a line written into
+    the copy's own store would be thrown away with it (issue 37)."""
+    project = tmp_path / "project"
+    copy = project / ".dvc" / "tmp" / "exps" / "tmp1a2b3c"
+    copy.mkdir(parents=True)
+    key = load_keys().current
+    LedgerStore.open(copy).refuse("an experiment's refused access", key=key)
+    assert [line["outcome"] for line in LedgerStore.open(project).lines()] == ["refused"]
+    assert (project / LEDGER).read_text().count("\n") == 1
+    assert not (copy / ".heldout").exists() and not (copy / LEDGER).exists()
+    assert read_ledger(copy / LEDGER) == read_ledger(project / LEDGER)

@@ -54,16 +54,38 @@ def test_one_access_opens_and_closes_and_the_audit_passes(project: Path):
     assert result.models_per_test_version == {access["test_version"]: 2}
 
 
-def test_running_again_with_the_same_key_resumes_the_same_access(project: Path):
-    first = test_stage.run(project)
-    # With the closed access's outputs in place a run is not an access (test_pull.py); without
-    # them (a crash, deleted outputs) the same key resumes.
+def crash_before_closing(project: Path, monkeypatch) -> dict:
+    """Run the test stage to the moment before its access closes, and die there: its outputs
+    written, its ledger line `opened`. Returns what access.json holds."""
+    def crash(*args, **kwargs):
+        raise RuntimeError("the stage died before the access closed")
+
+    with monkeypatch.context() as patch, pytest.raises(RuntimeError, match="died"):
+        patch.setattr(test_stage, "closing_verdict", crash)
+        test_stage.run(project)
+    assert [e["outcome"] for e in ledger(project)][-1] == "opened"
+    return json.loads((project / catalog.ACCESS).read_text())
+
+
+def test_an_access_that_never_closed_resumes_and_a_closed_one_never_runs_again(
+        project: Path, monkeypatch):
+    crash_before_closing(project, monkeypatch)
+    first = test_stage.run(project)  # the same identity, never closed: resumed
+    assert first["resumed"] and first["accesses_of_this_test_version"] == 1
+    assert [e["outcome"] for e in ledger(project)] == ["opened", "resumed", "closed"]
+
+    # Closed: with its outputs in place a run is not an access (test_pull.py); without them it
+    # is refused, not recomputed, and restoring them is all it takes.
+    kept = (project / catalog.ACCESS).read_bytes()
     (project / catalog.ACCESS).unlink()
-    again = test_stage.run(project)
-    assert again["resumed"] and again["accesses_of_this_test_version"] == 1
-    assert again["result_digest"] == first["result_digest"]
-    assert [e["outcome"] for e in ledger(project)] == ["opened", "closed", "resumed", "closed"]
-    assert audit_of(project).ok
+    with pytest.raises(TestSetAccessError, match=r"closed at ledger line 3 .* numbers are fixed"):
+        test_stage.run(project)
+    assert [e["outcome"] for e in ledger(project)] == ["opened", "resumed", "closed", "refused"]
+    (project / catalog.ACCESS).write_bytes(kept)  # what `dvc checkout` does
+    assert test_stage.run(project)["result_digest"] == first["result_digest"]
+    assert len(ledger(project)) == 4, "reading the restored results is no access"
+    result = audit_of(project)
+    assert result.ok, result.problems
 
 
 def test_another_candidate_is_refused_without_a_reason_and_counted_with_one(project: Path):

@@ -31,7 +31,7 @@ from stages import report as report_stage
 from stages import test as test_stage
 from stages.catalog import ACCESS
 from tests.conftest import TEST_KEY_HEX
-from tests.custody.test_lock import audit_of, set_params
+from tests.custody.test_lock import audit_of, crash_before_closing, set_params
 
 OTHER_KEY = TestKey(bytes.fromhex("22" * 32))
 
@@ -180,35 +180,32 @@ def test_the_outcome_files_quote_nothing_of_the_hidden_tests_and_the_seal_keeps_
 
 
 def test_a_resumed_access_reads_its_sealed_episodes_back(project: Path, monkeypatch):
-    first = test_stage.run(project)
+    first = crash_before_closing(project, monkeypatch)
 
     def no_new_episodes(*args, **kwargs):
         raise AssertionError("a resume must come from the sealed cache")
 
     monkeypatch.setattr("heldout.episodes.chunks.run_chunk_async", no_new_episodes)
-    (project / "data/test/rollouts/base.parquet").unlink()  # else the outputs end the run
     again = test_stage.run(project)
     assert again["resumed"] and again["result_digest"] == first["result_digest"]
 
 
 def test_outcome_files_are_byte_identical_at_any_episodes_in_flight_and_one_access(
-    project: Path
+    project: Path, monkeypatch
 ):
     """In flight is how fast, never what: the same access (no new ledger open) and the same
     bytes, episodes run again from nothing at one in flight after 256."""
-    first = test_stage.run(project)
+    first = crash_before_closing(project, monkeypatch)
     files = {arm: (project / f"data/test/rollouts/{arm}.parquet").read_bytes()
              for arm in ("candidate", "base")}
     set_params(project, "rollouts", in_flight=1, chunk_episodes=5)
     (project / ".heldout/episodes.sqlite").unlink()  # every episode runs again
-    for arm in files:
-        (project / f"data/test/rollouts/{arm}.parquet").unlink()  # else the outputs end the run
     again = test_stage.run(project)
     assert again["access_id"] == first["access_id"] and again["resumed"]
     assert again["result_digest"] == first["result_digest"]
     assert {arm: (project / f"data/test/rollouts/{arm}.parquet").read_bytes()
             for arm in files} == files
-    assert outcomes(project).count("opened") == 1
+    assert outcomes(project) == ["opened", "resumed", "closed"]
 
 
 # --- no access by habit ----------------------------------------------------------------------

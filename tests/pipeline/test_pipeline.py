@@ -120,15 +120,20 @@ def test_dvc_repro_runs_the_pipeline_then_only_what_changed(project: Path, fresh
     assert forced.returncode == 0, forced.stdout + forced.stderr
     assert "reading them is not an access" in forced.stdout
     assert ledger_of(project) == ledger
-    # Without them (deleted, a crash) it is the same key: the access resumes, counted once.
+    # Without them (deleted) the access has closed all the same: its numbers are not computed
+    # again. The stage is refused and says how to restore them; restored, it opens nothing.
     (project / "data/test/access.json").unlink()
     forced = run(["dvc", "repro", "--force", "--single-item", "test"], project, fresh_env)
-    assert forced.returncode == 0, forced.stdout + forced.stderr
+    assert forced.returncode != 0
+    assert "numbers are fixed" in forced.stdout + forced.stderr
     ledger = ledger_of(project)
-    assert [e["outcome"] for e in ledger][-2:] == ["resumed", "closed"]
+    assert [e["outcome"] for e in ledger][-1] == "refused"
     assert [e["outcome"] for e in ledger].count("opened") == 2
-    assert json.loads((project / "data/test/access.json").read_text())[
-        "accesses_of_this_test_version"] == 2
+    assert run(["dvc", "checkout", "data/test/access.json"], project, fresh_env).returncode == 0
+    forced = run(["dvc", "repro", "--force", "--single-item", "test"], project, fresh_env)
+    assert forced.returncode == 0, forced.stdout + forced.stderr
+    assert "reading them is not an access" in forced.stdout
+    assert ledger_of(project) == ledger
     assert run(["heldout", "audit"], project, fresh_env).returncode == 0
 
     client = mlflow.MlflowClient(f"sqlite:///{project / 'mlflow.db'}")
@@ -141,9 +146,9 @@ def test_dvc_repro_runs_the_pipeline_then_only_what_changed(project: Path, fresh
                                       "tags.`heldout.stage` = 'rollouts'")
     assert sorted(r.data.tags["heldout.checkpoint"] for r in rollout_runs) == [
         "base", "hacker", "step_10", "step_20"]
-    # Three runs read the test split: the first access, the reaccess and its forced resume.
+    # Two runs read the test split: the first access and the reaccess.
     test_runs = client.search_runs([experiment.experiment_id], "datasets.context = 'test'")
-    assert len(test_runs) == 3 and {r.data.tags["heldout.test_access"] for r in test_runs} == {
+    assert len(test_runs) == 2 and {r.data.tags["heldout.test_access"] for r in test_runs} == {
         "true"}
     assert len({r.data.tags["heldout.harness"] for r in rollout_runs}) == 1
 
@@ -178,6 +183,22 @@ def test_dvc_repro_runs_the_pipeline_then_only_what_changed(project: Path, fresh
         chosen = data["metrics"]["metrics/val/step_20.json"]["data"]
         assert 0 <= chosen["pass@1"] <= 1, chosen
     assert run(["heldout", "audit"], project, fresh_env).returncode == 0
+
+    # The experiment named to open the test split, in DVC's temporary copy, with another base
+    # model: a new access to tasks already opened, refused (the reason in params was spent by
+    # the access it named). The refusal is in the project's ledger (the copy is thrown away),
+    # and the audit stays clean.
+    named = run(["dvc", "exp", "run", "--temp", "-n", "base-b", "-S", "test.experiment=base-b",
+                 "-S", "checkpoints.base.skill=-0.4"], project, fresh_env)
+    assert named.returncode != 0
+    assert "error: refused: the reason 'step_20 is the release candidate' was spent" in (
+        named.stderr), named.stderr[-3000:]
+    after = ledger_of(project)
+    assert after[:len(ledger)] == ledger and [e["outcome"] for e in after[len(ledger):]] == [
+        "refused"]
+    assert after[-1]["base_settings"] != ledger[-1]["base_settings"]
+    audited = run(["heldout", "audit"], project, fresh_env)
+    assert audited.returncode == 0, audited.stdout + audited.stderr
 
     # With no Prefect API configured, a bare `dvc repro` runs its stages without Prefect (no
     # temporary server per stage): no Prefect state anywhere, the user's home least of all.
