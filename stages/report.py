@@ -67,6 +67,7 @@ def protocol_card(root: Path, manifest: dict, harness: Harness, access: dict) ->
             "models_evaluated": models_evaluated(entries, *test_set),
             "ledger": str(LEDGER),
             "this_access": access["access_id"],
+            "tasks_seen_before": access.get("tasks_seen_before", 0),
         },
     }
 

@@ -334,6 +334,7 @@ FIELD_LABELS = {
     "test_access": {
         "opened": "times this test set has been opened",
         "models_evaluated": "models evaluated on this test set",
+        "tasks_seen_before": "of its tasks, opened by an earlier access",
     },
 }
 # Fields that are differences of rates, in points as every other table of the report writes

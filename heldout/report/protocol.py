@@ -23,7 +23,8 @@ class ProtocolCard(TypedDict, total=False):
     selection:   data/selection.json as the select stage writes it: {"rule", "metric",
                   "chosen", "table": [{"checkpoint", "value", "low", "high", ...}, ...], ...}
                   (the val table the rule chose from, drawn as a chart)
-    test_access: {"test_version", "opened", "models_evaluated", "ledger"} (from the ledger)
+    test_access: {"test_version", "opened", "models_evaluated", "ledger", "this_access",
+        "tasks_seen_before"} (from the ledger and the access)
     """
 
     tasks: dict[str, Any]

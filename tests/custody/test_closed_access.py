@@ -108,6 +108,10 @@ def test_excluding_the_tasks_the_candidate_lost_is_a_new_access(project: Path, c
     assert again["tasks"] == closed["tasks"] - len(lost)
     assert again["tasks_seen_before"] == again["tasks"]
     assert again["accesses_of_this_test_version"] == 2
+    card = report_stage.run(project)["protocol"]["test_access"]
+    assert (card["opened"], card["tasks_seen_before"]) == (2, again["tasks"])
+    assert "of its tasks, opened by an earlier access" in (
+        project / "reports" / "report.md").read_text()
 
 
 @pytest.mark.parametrize("runs", [0, 4])
