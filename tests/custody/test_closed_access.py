@@ -6,13 +6,14 @@ busy insider would try, on the stage a user runs."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
 
-from heldout.custody.guard import LEDGER, TestSetAccessError
+from heldout.custody.guard import LEDGER, TestSetAccessError, sealing
 from heldout.custody.ledger import read_ledger
 from heldout.errors import StageError
 from heldout.statistics import decision
@@ -22,17 +23,35 @@ from stages import test as test_stage
 from tests.custody.test_lock import audit_of, set_params
 
 
-@pytest.fixture
-def project(selected_copy: Path) -> Path:
-    return selected_copy
+@pytest.fixture(scope="module")
+def closed_once(selected: Path, tmp_path_factory) -> tuple[Path, dict]:
+    """A project whose first access closed (and decontamination's report, for the report),
+    made once per module: each test changes its own copy."""
+    project = copied(selected, tmp_path_factory.mktemp("closed") / "project")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{project / 'own.db'}")
+        access = test_stage.run(project)
+        decontaminate.run(project)  # flags only: it excludes no test task
+    return project, access
+
+
+def copied(source: Path, destination: Path) -> Path:
+    with sealing():  # this process guards `source`; copying it is not reading it
+        shutil.copytree(source, destination)
+    return destination
 
 
 @pytest.fixture
-def closed(project: Path) -> dict:
-    """The project's first access, closed, and decontamination's report for the report."""
-    access = test_stage.run(project)
-    decontaminate.run(project)  # flags only: it excludes no test task
-    return access
+def project(closed_once: tuple[Path, dict], tmp_path: Path, monkeypatch) -> Path:
+    copy = copied(closed_once[0], tmp_path / "closed")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{copy / 'own.db'}")
+    return copy
+
+
+@pytest.fixture
+def closed(closed_once: tuple[Path, dict]) -> dict:
+    """What the closed access's test stage returned."""
+    return closed_once[1]
 
 
 def ledger(project: Path) -> list[dict]:
