@@ -23,6 +23,12 @@ PIPELINE_WRITES = ("dvc.lock", "ledger/")
 
 
 def git(root: Path, *args: str) -> str:
+    return git_output(root, *args).strip()
+
+
+def git_output(root: Path, *args: str) -> str:
+    """git's standard output as it printed it (a porcelain status's leading space is part of
+    its first line)."""
     # A replaced object must not stand in for the commit's (git replace), nor an inherited
     # GIT_DIR for the folder's own repository.
     env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE")}
@@ -30,7 +36,7 @@ def git(root: Path, *args: str) -> str:
                           capture_output=True, text=True)
     if done.returncode != 0:
         raise StageError(f"git {' '.join(args)} in {root}: {done.stderr.strip() or 'failed'}")
-    return done.stdout.strip()
+    return done.stdout
 
 
 def head_commit(root: Path) -> str:
@@ -48,8 +54,17 @@ def repository_top(root: Path) -> Path:
 
 def uncommitted(root: Path) -> list[str]:
     """Tracked files that differ from HEAD, less what the pipeline writes itself."""
-    lines = git(root, "status", "--porcelain", "--untracked-files=no").splitlines()
-    paths = [line[3:].split(" -> ")[-1] for line in lines if line.strip()]
+    # -z: entries end in NUL, paths are not quoted, and a rename's source is an entry of its
+    # own after its destination's.
+    entries = iter(git_output(root, "status", "--porcelain=v1", "-z",
+                              "--untracked-files=no").split("\0"))
+    paths = []
+    for entry in entries:
+        if not entry:
+            continue
+        paths.append(entry[3:])
+        if entry[0] in "RC":
+            next(entries, None)
     return [path for path in paths if not path.startswith(PIPELINE_WRITES)]
 
 

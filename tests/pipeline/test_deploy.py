@@ -205,3 +205,26 @@ def test_deploy_needs_a_prefect_server(tmp_path: Path):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     assert "deploying needs a Prefect server" in done.stderr
+
+
+def test_the_pipelines_own_writes_are_told_apart_whatever_line_they_come_first_on(
+        tmp_path: Path):
+    """`git status --porcelain` starts an unstaged change with a space: stripping the output
+    once cut `dvc.lock` to `vc.lock` when it came first, and the next nightly was refused."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    run(["git", "init", "-q", "-b", "main"], repo)
+    for name in ("dvc.lock", "params.yaml", "a file with spaces.txt", "moved.txt"):
+        (repo / name).write_text("v1\n")
+    (repo / "ledger").mkdir()
+    (repo / "ledger" / "test_access.jsonl").write_text("")
+    run(["git", "add", "-A"], repo)
+    run(["git", "commit", "-qm", "one"], repo)
+    (repo / "dvc.lock").write_text("v2\n")  # the first line, unstaged: " M dvc.lock"
+    (repo / "ledger" / "test_access.jsonl").write_text("{}\n")
+    assert pinned.uncommitted(repo) == []
+    (repo / "params.yaml").write_text("v2\n")
+    (repo / "a file with spaces.txt").write_text("v2\n")
+    run(["git", "mv", "moved.txt", "renamed.txt"], repo)
+    assert sorted(pinned.uncommitted(repo)) == ["a file with spaces.txt", "params.yaml",
+                                                "renamed.txt"]
