@@ -97,7 +97,9 @@ def run_split_only(commit: str, tmp_path: Path):
 
 
 def mlflow_runs_of(commit: str, stage: str) -> list:
-    client = mlflow.MlflowClient()
+    # The store the worker inherited, by name: a stage run in this process earlier in the
+    # session leaves mlflow's global tracking URI pointing at its own project.
+    client = mlflow.MlflowClient(os.environ["MLFLOW_TRACKING_URI"])
     experiment = client.get_experiment_by_name("heldout")
     return client.search_runs([experiment.experiment_id],
                               f"tags.`heldout.git_commit` = '{commit}' and "
