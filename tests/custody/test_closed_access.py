@@ -136,7 +136,9 @@ def test_excluding_the_tasks_the_candidate_lost_is_a_new_access(project: Path, c
 @pytest.mark.parametrize("runs", [0, 4])
 def test_choosing_the_runs_is_a_new_access(project: Path, closed: dict, runs: int):
     set_params(project, "reruns", runs=runs)
-    refused_as_a_new_access(project, closed, differs_in=f"params.reruns.runs (3 → {runs})")
+    refusal = refused_as_a_new_access(project, closed,
+                                      differs_in=f"params.reruns.runs (3 → {runs})")
+    assert f"{closed['tasks']} of the {closed['tasks']} test tasks" in refusal
 
 
 def test_a_cosmetic_edit_of_one_hidden_test_is_a_new_access(project: Path, closed: dict):
@@ -153,13 +155,16 @@ def test_a_new_model_behind_a_name_is_a_new_access(project: Path, closed: dict):
     params = yaml.safe_load((project / "params.yaml").read_text())
     params["checkpoints"]["base"]["skill"] += 0.1
     (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    refused_as_a_new_access(project, closed, differs_in="params.checkpoints.base.skill")
+    refusal = refused_as_a_new_access(project, closed, differs_in="params.checkpoints.base.skill")
+    assert "vs base (settings" in refusal and "params.reaccess" not in refusal
 
 
 def test_another_harness_is_a_new_access(project: Path, closed: dict):
     set_params(project, "harness", temperature=0.7)
     rerun_val(project)  # val and the selection agree with the new harness
-    refused_as_a_new_access(project, closed, differs_in="params.harness.temperature (0.8 → 0.7)")
+    refusal = refused_as_a_new_access(project, closed,
+                                      differs_in="params.harness.temperature (0.8 → 0.7)")
+    assert ledger(project)[-1]["harness"] != closed["harness"], refusal
 
 
 def test_a_params_key_added_later_is_in_the_identity_without_anyone_naming_it(
