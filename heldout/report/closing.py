@@ -17,8 +17,9 @@ import pandas as pd
 from heldout.canonical import content_digest
 from heldout.report.estimates import headline_estimates
 from heldout.report.inputs import pair_arms
-from heldout.statistics.decision import Decision, rule_settings
+from heldout.statistics.decision import Decision
 from heldout.statistics.power import Reruns
+from heldout.statistics.rule import rule_settings
 
 # The verdict's numbers compared between the record and a report: the words and what they
 # rest on. Rounded: a last-bit difference between two numpy builds is no re-decision.

@@ -43,6 +43,8 @@ def headline_estimates(
         n_episodes=np.minimum(*(arm.counts["n"].to_numpy() for arm in arms)),
         base_passed=arms.base.at_sample, candidate_passed=arms.candidate.at_sample,
         groups=labels, truncation=tuple(truncation_rate(arm) for arm in arms),
+        task_truncation=tuple((arm.counts["truncations"] / arm.counts["n"]).to_numpy(float)
+                              for arm in arms),
         reruns=reruns, mismatch=mismatch, seed=seed)
     return HeadlineEstimates(summaries, pass_at_1, decision)
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 from heldout.report.formatting import points
 from heldout.report.inputs import Arm
 from heldout.report.sections import PerArm, Power
-from heldout.statistics.decision import ALPHA, NO_DIFFERENCE, POWER, Decision, units_for
+from heldout.statistics.decision import NO_DIFFERENCE, Decision
 from heldout.statistics.paired_tests import mcnemar_exact
 from heldout.statistics.pvalues import p_value_text
+from heldout.statistics.rule import ALPHA, POWER, units_for
 
 # A paired test is usually trusted from 10 differing pairs on; with 5 or fewer the exact test
 # cannot reach p < 0.05 whichever way they fall (2·0.5^5 = 0.0625).

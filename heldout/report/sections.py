@@ -135,7 +135,9 @@ class Headline:
             "mcnemar": {"sample": self.sample, **asdict(decision.mcnemar)},
             "run_drift": None if decision.drift is None else asdict(decision.drift),
             "support": {**asdict(decision.support),  # a list, as JSON reads it back
-                        "truncation": list(decision.support.truncation)},
+                        "truncation": list(decision.support.truncation),
+                        "truncation_p": decision.support.truncation_p and list(
+                            decision.support.truncation_p)},
             "mismatch": decision.mismatch,
             "gates": [asdict(gate) for gate in decision.gates],
             "verdict": decision.verdict,
@@ -150,6 +152,7 @@ class Headline:
         mcnemar = {key: value for key, value in data["mcnemar"].items() if key != "sample"}
         drift, support = data["run_drift"], dict(data["support"])
         support["truncation"] = tuple(support["truncation"])
+        support["truncation_p"] = support.get("truncation_p") and tuple(support["truncation_p"])
         decision = Decision(Interval.from_json(data["difference"]),
                             PermutationTest(**data["test"]), McNemarResult(**mcnemar),
                             None if drift is None else RunDrift(**drift), Support(**support),

@@ -15,6 +15,8 @@ with σ̂² the predictable variance estimate, truncated at c/(bound) with c = 3
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -26,14 +28,25 @@ _GRID = 4001  # candidate means on [−1, 1]: a resolution of 0.0005 in the diff
 _REFINEMENTS = 2  # each refinement grids the cell around each end again
 
 
+@dataclass(frozen=True)
+class BettingTest:
+    """The betting interval and the test it inverts: p_value = min(1, 1/K(0)), the capital's
+    reciprocal at a mean difference of 0, valid by Markov's inequality at any G; 0 is outside
+    the interval exactly when p_value <= α."""
+
+    interval: Interval
+    p_value: float
+
+
 def betting_interval(
     differences: ArrayLike,
     *,
     groups: ArrayLike | None = None,
     confidence: float = 0.95,
     seed: int | None = 0,
-) -> Interval:
-    """Hedged-capital interval for the mean over tasks of differences d in [−1, 1].
+) -> BettingTest:
+    """Hedged-capital interval for the mean over tasks of differences d in [−1, 1], and its
+    p-value for a mean of 0.
 
     Units are tasks, or with `groups` the G groups, each a (sum S_g, size n_g) pair; the mean
     is μ = E S / E n. For a candidate mean m the bettor's increment on unit g is
@@ -62,19 +75,23 @@ def betting_interval(
     bets = _bets(sums / largest, alpha)
     estimate = float(sums.sum() / sizes.sum())
 
-    def inside(means: np.ndarray) -> np.ndarray:
+    def capital(means: np.ndarray) -> np.ndarray:
         steps = (sums[:, None] - means[None, :] * sizes[:, None]) / largest
         up = np.minimum(bets[:, None], _TRUNCATION / (1 + means[None, :]))
         down = np.minimum(bets[:, None], _TRUNCATION / (1 - means[None, :]))
         with np.errstate(over="ignore"):
-            capital = 0.5 * np.exp(np.log1p(up * steps).sum(axis=0)) \
+            return 0.5 * np.exp(np.log1p(up * steps).sum(axis=0)) \
                 + 0.5 * np.exp(np.log1p(-down * steps).sum(axis=0))
-        return capital < 1 / alpha
 
+    def inside(means: np.ndarray) -> np.ndarray:
+        return capital(means) < 1 / alpha
+
+    p_value = float(min(1.0, 1 / capital(np.zeros(1))[0]))
     grid = np.linspace(-1, 1, _GRID)[1:-1]
     kept = grid[inside(grid)]
     if kept.size == 0:  # cannot happen at the estimate's own cell but for rounding
-        return Interval(estimate, estimate, estimate, f"betting over {over}: empty")
+        return BettingTest(Interval(estimate, estimate, estimate, f"betting over {over}: empty"),
+                           p_value)
     low, high = float(kept.min()), float(kept.max())
     step = grid[1] - grid[0]
     for _ in range(_REFINEMENTS):
@@ -84,7 +101,14 @@ def betting_interval(
     # The grid stops 1e-12 short of ±1, which no difference can pass: an end there is the edge.
     low = -1.0 if low < -1 + 1e-9 else min(low, estimate)
     high = 1.0 if high > 1 - 1e-9 else max(high, estimate)
-    return Interval(estimate, low, high, f"hedged-capital betting over {over}")
+    # The grid's ends and the capital at 0 can disagree in the last step: the p-value decides.
+    if p_value <= alpha:
+        low, high = (max(low, np.nextafter(0.0, 1.0)), high) if estimate > 0 else \
+            (low, min(high, -np.nextafter(0.0, 1.0)))
+    else:
+        low, high = min(low, 0.0), max(high, 0.0)
+    return BettingTest(Interval(estimate, float(low), float(high),
+                                f"hedged-capital betting over {over}"), p_value)
 
 
 def _bets(scaled_sums: np.ndarray, alpha: float) -> np.ndarray:

@@ -50,48 +50,29 @@ from heldout.statistics.paired_tests import (
     paired_permutation_test,
     paired_score_interval,
 )
-from heldout.statistics.power import Reruns, RunDrift, required_units, run_drift, verdict_mde
+from heldout.statistics.power import Reruns, RunDrift, run_drift, verdict_mde
 from heldout.statistics.pvalues import alpha_text
-from heldout.statistics.studentized import drift_factor, studentized_test
+from heldout.statistics.rule import (
+    ALPHA,
+    BETTING_BELOW,
+    CONFIDENCE,
+    DIFFERING_BELOW,
+    MIN_FAILURE_CAPABLE,
+    MIN_UNITS,
+    POWER,
+    TRUNCATION_FLOOR,
+    TRUNCATION_RATIO,
+    WARN_FAILURE_CAPABLE,
+    betting_decides,
+    critical_value,
+    run_variance,
+    shares,
+)
+from heldout.statistics.studentized import studentized_test
+from heldout.statistics.truncation import truncates_more
 
 BETTER, WORSE, NO_DIFFERENCE = "better", "worse", "no difference detected"
 NOT_DECIDABLE = "not decidable"
-# Part of the rule, so not parameters: a level chosen after seeing the data would be no rule.
-# α is the literal and the confidence 1 − α (exactly 0.95): 1 − 0.95 is 0.050000000000000044.
-ALPHA = 0.05
-CONFIDENCE = 1 - ALPHA
-POWER = 0.8
-MIN_UNITS = 30  # tasks, and groups: below this the interval's own coverage is not to be trusted
-MIN_FAILURE_CAPABLE = 50  # tasks some arm fails at least once: fewer cannot show a difference
-# From this many to MIN_FAILURE_CAPABLE failure-capable tasks the verdict stands with a
-# warning; below it the comparison is void.
-WARN_FAILURE_CAPABLE = 30
-TRUNCATION_RATIO = 2.0
-TRUNCATION_FLOOR = 0.02  # a truncation rate below 2% is too rare to void anything
-# Below this many tasks or groups the interval is widened to the betting interval: in
-# simulation the resampling methods' false "better" reached 0.07-0.15 at 30 tasks on skewed
-# nulls and was within its bound from 164 (benchmarks/verdict_simulation.py).
-BETTING_BELOW = 100
-# ... and below this many of them whose difference is not 0. A unit whose arms tie says
-# nothing of the tails, so the resampling methods' accuracy rests on the units that differ:
-# on skewed and near-ceiling sets of 100-164 tasks only 4-75 differ, and there the
-# bootstrap-t said "better" to 0.025-0.057 of nulls. 75 holds every null cell of the grid and
-# keeps the bootstrap-t for the +5-point power cells, where 81-129 tasks differ (50 left a
-# cell at 0.037; 100 cost a third of the power on a U-shaped set: docs/statistics.md).
-DIFFERING_BELOW = 75
-
-
-
-def rule_settings() -> dict[str, float]:
-    """The constants the rule decides with, as a closed access records them beside its
-    verdict: a later report that decides otherwise can say which of them changed."""
-    return {"alpha": ALPHA, "power": POWER, "min_units": MIN_UNITS,
-            "min_failure_capable": MIN_FAILURE_CAPABLE,
-            "warn_failure_capable": WARN_FAILURE_CAPABLE, "truncation_ratio": TRUNCATION_RATIO,
-            "truncation_floor": TRUNCATION_FLOOR, "betting_below": BETTING_BELOW,
-            "differing_below": DIFFERING_BELOW}
-
-
 # Gates that hold the verdict at "no difference detected", in the order the rule checks them.
 TEST_DOES_NOT_REJECT = "the paired test does not reject"
 INTERVAL_INCLUDES_ZERO = "interval includes 0"
@@ -127,6 +108,9 @@ class Support:
     base_pass_at_1: float
     truncation: tuple[float, float]  # (base, candidate) share of episodes truncated
     unit_sd: float = 0.0  # sd of the differences over the test's units (tasks, or groups)
+    # one-sided p that the base, and that the candidate, truncates more than TRUNCATION_RATIO
+    # times the other (heldout.statistics.truncation), or None: the point ratio decides
+    truncation_p: tuple[float, float] | None = None
 
     @property
     def failure_capable(self) -> int:
@@ -218,12 +202,16 @@ class Decision:
                 f"the base leaves {100 * ceiling:.1f} points to gain, less than twice the "
                 f"minimum detectable effect ({100 * support.mde:.1f}): harden the set"), True))
         base, candidate = support.truncation
-        for mine, theirs, arm in ((base, candidate, "base"), (candidate, base, "candidate")):
-            if mine > TRUNCATION_FLOOR and mine > TRUNCATION_RATIO * theirs:
+        tested = support.truncation_p or (None, None)
+        for mine, theirs, arm, p in ((base, candidate, "base", tested[0]),
+                                     (candidate, base, "candidate", tested[1])):
+            more = mine > TRUNCATION_RATIO * theirs if p is None else p <= ALPHA
+            if mine > TRUNCATION_FLOOR and more:
                 fired.append(Gate(TRUNCATION_IMBALANCE, (
                     f"the {arm} was truncated in {100 * mine:.1f}% of episodes, more than "
-                    f"twice the other arm's {100 * theirs:.1f}%: budgets, not skill, may "
-                    "decide the difference"), True))
+                    f"twice the other arm's {100 * theirs:.1f}%"
+                    + ("" if p is None else f" (one-sided p = {p:.2g} over the tasks)")
+                    + ": budgets, not skill, may decide the difference"), True))
         return fired
 
 
@@ -236,6 +224,7 @@ def decide(
     candidate_passed: ArrayLike,
     groups: ArrayLike | None = None,
     truncation: tuple[float, float] = (0.0, 0.0),
+    task_truncation: tuple[ArrayLike, ArrayLike] | None = None,
     reruns: Reruns | None = None,
     mismatch: str | None = None,
     seed: int | None = 0,
@@ -250,7 +239,9 @@ def decide(
     base_passed, candidate_passed: per task, whether the episode at one fixed sample index
     passed (McNemar's pairs). groups: one label per task (tasks of one repository, family or
     template), or None for independent tasks. truncation: (base, candidate) share of episodes
-    cut short by a budget. reruns: R ≥ 2 paired runs of both arms (heldout.statistics.power.
+    cut short by a budget; task_truncation: the same per task, from which the truncation gate
+    is a test over the tasks (heldout.statistics.truncation), or None for the point ratio.
+    reruns: R ≥ 2 paired runs of both arms (heldout.statistics.power.
     Reruns), whose spread (run_drift) the test and the interval carry, or None; with reruns,
     base and candidate are the rates over the R runs' episodes pooled, and n_episodes their
     number. mismatch: why the arms are not comparable, or None. `seed` seeds the resampling.
@@ -272,122 +263,84 @@ def decide(
     c = int(np.sum(~base_passed & candidate_passed))
     drift = run_drift(reruns) if reruns is not None else None
     exact = episodes.max(initial=1) == 1 and not grouped and not run_variance(drift)
+    betting_width = None
     if exact:
         test = signs
         difference = paired_score_interval(b, c, base.size, CONFIDENCE,
                                            both=int(np.sum(base_passed & candidate_passed)))
     else:
-        test, difference = _skew_robust(candidate - base, signs, by_groups, drift, seed)
+        test, difference, betting_width = _skew_robust(candidate - base, signs, by_groups,
+                                                       drift, seed)
     # The MDE's units are the test's: groups when the tasks come in groups.
     differences = candidate - base
     if grouped:
         _, index = np.unique(labels, return_inverse=True)
         differences = np.bincount(index, differences) / np.bincount(index)
     sd = float(differences.std(ddof=1)) if differences.size > 1 else 0.0
+    mde = verdict_mde(sd, int(differences.size), run_variance(drift), critical_value(
+        differences.size, math.inf if exact else test.nonzero_units,
+        shares(sd, differences.size, drift)), POWER) if sd > 0 or run_variance(drift) > 0 \
+        else None
+    if betting_width is not None and mde is not None:
+        # Where the betting interval decides, its width is what an effect must clear: the
+        # MDE is that half-width plus z_power standard errors, never the normal formula's.
+        spread = math.sqrt(sd**2 / differences.size + run_variance(drift))
+        mde = max(mde or 0.0, betting_width + float(sps.norm.ppf(POWER)) * spread)
     support = Support(
         tasks=int(base.size),
         groups=int(np.unique(labels).size) if labels is not None else int(base.size),
         episodes=int(episodes.min()) if episodes.size else 0,
         both_pass=int(np.sum((base == 1) & (candidate == 1))),
         both_fail=int(np.sum((base == 0) & (candidate == 0))),
-        # The exact sign test never hands its interval to the betting one.
-        mde=verdict_mde(sd, int(differences.size), run_variance(drift), critical_value(
-            differences.size, math.inf if exact else test.nonzero_units,
-            _shares(sd, differences.size, drift)), POWER)
-        if sd > 0 or run_variance(drift) > 0 else None,
+        mde=mde,
         base_pass_at_1=float(base.mean()),
         truncation=(float(truncation[0]), float(truncation[1])),
         unit_sd=sd,
+        truncation_p=None if task_truncation is None else (
+            truncates_more(task_truncation[0], task_truncation[1], ratio=TRUNCATION_RATIO,
+                           groups=by_groups),
+            truncates_more(task_truncation[1], task_truncation[0], ratio=TRUNCATION_RATIO,
+                           groups=by_groups)),
     )
     return Decision(difference, test, mcnemar_exact(b, c), drift, support, mismatch)
 
 
-def betting_decides(units: int, differing: float) -> bool:
-    """Whether the betting interval widens the verdict's: below BETTING_BELOW tasks or groups,
-    or below DIFFERING_BELOW of them whose difference is not 0."""
-    return units < BETTING_BELOW or differing < DIFFERING_BELOW
-
-
-def critical_value(units: int, differing: float,
-                   runs: tuple[float, float, int] | None = None) -> float:
-    """The verdict's critical value in standard errors at `units` tasks or groups, `differing`
-    of them not 0: z₁₋α/₂, or √(2 log(2/α)) where the betting interval decides (its
-    half-width is about that many standard errors; Waudby-Smith & Ramdas 2024). With `runs`,
-    (the tasks' share of the variance, the runs' share, the runs' degrees of freedom), at
-    least the bootstrap-t's, widened as the runs' estimated variance widens it
-    (heldout.statistics.studentized.drift_factor)."""
-    z = float(sps.norm.ppf(1 - ALPHA / 2))
-    critical = float(np.sqrt(2 * np.log(2 / ALPHA))) if betting_decides(units, differing) else z
-    if runs is None:
-        return critical
-    return max(critical, z * drift_factor(*runs, ALPHA))
-
-
-def run_variance(drift: RunDrift | None) -> float:
-    """What whole runs add to the variance of the difference: 0 without reruns."""
-    return drift.variance if drift is not None else 0.0
-
-
-def _shares(sd: float, units: int, drift: RunDrift | None) -> tuple[float, float, int] | None:
-    return None if drift is None else (sd**2 / units, drift.variance, drift.df)
-
-
-def units_for(effect: float, sd: float, drift: RunDrift | None,
-              differing_share: float = 1.0) -> int | None:
-    """Tasks (or groups) the verdict needs to find `effect` with probability POWER, at the
-    paired sd and the runs' spread measured and the share of units that differ; None when
-    the runs' variance alone keeps it out of reach (more runs would bring it in). Where the
-    betting interval decides (betting_decides at that many units, that share of them
-    differing) its wider critical value applies, and with reruns the t critical value at the
-    units found (three rounds: it moves little once the tasks' share is known)."""
-    switch = max(BETTING_BELOW, math.ceil(DIFFERING_BELOW / differing_share - 1e-9)) \
-        if differing_share > 0 else math.inf
-    variance = run_variance(drift)
-
-    def solve(betting: bool) -> int | None:
-        """The units needed with the betting interval's critical value or without it."""
-        decides = (0, 0) if betting else (BETTING_BELOW, DIFFERING_BELOW)
-        found: int | None = 1
-        for _ in range(3):
-            found = required_units(effect, sd, variance, critical_value(
-                *decides, _shares(sd, found, drift)), POWER)
-            if found is None:
-                return None
-        return found
-
-    small = solve(betting=True)
-    if small is not None and small < switch:
-        return small
-    large = solve(betting=False)
-    return None if large is None else max(large, int(switch))
-
-
 def _skew_robust(differences: np.ndarray, signs: PermutationTest, groups: np.ndarray | None,
-                 drift: RunDrift | None, seed: int | None) -> tuple[PermutationTest, Interval]:
-    """The intersection-union test of the bootstrap-t and the sign-flip test, and its interval
-    (the bootstrap-t's, widened to the betting interval where betting_decides)."""
+                 drift: RunDrift | None, seed: int | None
+                 ) -> tuple[PermutationTest, Interval, float | None]:
+    """The intersection-union test of the bootstrap-t and the sign-flip test and, where
+    betting_decides, the hedged-capital betting test; its interval (the bootstrap-t's, widened
+    to the betting interval where betting decides); and the betting interval's half-width
+    where it decides, else None. p is the largest of the tests' p-values, so the p printed is
+    the deciding procedure's, and it rejects exactly when its interval excludes 0."""
     studentized = studentized_test(differences, groups=groups, confidence=CONFIDENCE,
                                    drift_variance=run_variance(drift),
                                    drift_df=drift.df if drift is not None else math.inf,
                                    seed=seed)
-    p_value = max(signs.p_value, studentized.p_value)
-    # The p reported is one of the two, and it is written with that one's resolution.
-    draws, floor = ((studentized.resamples, studentized.p_floor)
-                    if studentized.p_value > signs.p_value else (signs.draws, signs.floor))
-    test = PermutationTest(
-        signs.statistic, p_value, signs.units, signs.nonzero_units, draws is None, draws,
-        f"{studentized.method} and {signs.method}, both rejecting (p the larger)",
-        bool(p_value <= ALPHA), floor)
-    difference = studentized.interval
+    # The p reported is one of the tests', written with that one's resolution.
+    candidates = [(studentized.p_value, studentized.resamples, studentized.p_floor,
+                   studentized.method),
+                  (signs.p_value, signs.draws, signs.floor, signs.method)]
+    difference, half_width = studentized.interval, None
     if betting_decides(studentized.units, signs.nonzero_units):
         betting = betting_interval(differences, groups=groups, confidence=CONFIDENCE,
                                    seed=seed)
-        low, high = min(difference.low, betting.low), max(difference.high, betting.high)
+        why = _why_betting(studentized.units, signs.nonzero_units)
+        candidates.append((betting.p_value, None, 0.0, f"{betting.interval.method} ({why})"))
+        low = min(difference.low, betting.interval.low)
+        high = max(difference.high, betting.interval.high)
+        half_width = (betting.interval.high - betting.interval.low) / 2
         if (low, high) != (difference.low, difference.high):
             difference = Interval(difference.estimate, low, high,
-                                  f"{difference.method}, widened to the {betting.method} "
-                                  f"({_why_betting(studentized.units, signs.nonzero_units)})")
-    return test, difference
+                                  f"{difference.method}, widened to the "
+                                  f"{betting.interval.method} ({why})")
+    p_value, draws, floor, _ = max(candidates, key=lambda candidate: candidate[0])
+    methods = [candidate[3] for candidate in candidates]
+    test = PermutationTest(
+        signs.statistic, p_value, signs.units, signs.nonzero_units, draws is None, draws,
+        f"{', '.join(methods[:-1])} and {methods[-1]}, all rejecting (p the largest)",
+        bool(p_value <= ALPHA), floor)
+    return test, difference, half_width
 
 
 def _why_betting(units: int, differing: int) -> str:

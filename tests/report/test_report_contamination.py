@@ -74,7 +74,7 @@ def test_the_numbers_without_the_flagged_tasks_are_those_of_the_filtered_tables(
     assert without.pass_at_1.base == arm_interval(rates[0], n_episodes=EPISODES, seed=0)
     assert without.pass_at_1.candidate == arm_interval(rates[1], n_episodes=EPISODES, seed=0)
     studentized = studentized_test(rates[1] - rates[0], seed=0).interval
-    betting = betting_interval(rates[1] - rates[0], seed=0)
+    betting = betting_interval(rates[1] - rates[0], seed=0).interval
     assert (without.difference.low, without.difference.high) == (
         min(studentized.low, betting.low), max(studentized.high, betting.high))
     assert [without.pass_at_1.base.method, without.pass_at_1.candidate.method,

@@ -73,7 +73,14 @@ def test_fixing_ten_tasks_of_200_and_breaking_none_is_better(episodes: int):
     # |Σ| = 10, p = 2·0.5^10, McNemar's exact p on the 10 discordant pairs at sample 0.
     test = headline.decision.test
     assert (test.statistic, test.units, test.nonzero_units, test.exact) == (10, 200, 10, True)
-    assert test.p_value == pytest.approx(2 * 0.5**10, rel=1e-12) and test.rejects
+    if episodes == 1:
+        assert test.p_value == pytest.approx(2 * 0.5**10, rel=1e-12) and test.rejects
+    else:
+        # The betting test decides beside it, and the p printed is the largest: its own.
+        differences = np.r_[np.ones(10), np.zeros(190)]
+        betting = betting_interval(differences, seed=0)
+        assert test.p_value == pytest.approx(betting.p_value, rel=1e-9)
+        assert 2 * 0.5**10 < test.p_value < 0.05 and test.rejects
     mcnemar = headline.decision.mcnemar
     assert (mcnemar.b, mcnemar.c, mcnemar.n_discordant) == (0, 10, 10)
     assert mcnemar.pvalue == pytest.approx(2 * 0.5**10, rel=1e-12)
@@ -81,16 +88,22 @@ def test_fixing_ten_tasks_of_200_and_breaking_none_is_better(episodes: int):
     assert report.verdict == BETTER and "excludes 0" in headline.reason
     assert headline.decision.gates == ()
     assert report.metrics["mcnemar_p"] == pytest.approx(2 * 0.5**10, rel=1e-5)
-    assert report.metrics["test_p"] == pytest.approx(2 * 0.5**10, rel=1e-5)
+    assert report.metrics["test_p"] == pytest.approx(test.p_value, rel=1e-5)
     assert report.metrics["verdict"] == 1 and report.metrics["decidable"] == 1
     flips = report.flips
     assert flips.improved == [f"t{i:03d}" for i in range(80, 90)]
     assert (flips.regressed, flips.both_pass, flips.both_fail, flips.tied) == ([], 80, 110, 0)
-    # At one episode the exact test's MDE is (z.975 + z.8)·0.01545 = 4.3 points; at three the
-    # betting interval's is (√(2 log 40) + z.8)·0.01545 = 5.5, above the +5 observed.
-    critical = 1.95996 if episodes == 1 else float(np.sqrt(2 * np.log(40)))
-    assert report.power.mde == pytest.approx((critical + 0.84162) * 0.21849 / np.sqrt(200),
-                                             rel=1e-4)
+    # At one episode the exact test's MDE is (z.975 + z.8)·0.01545 = 4.3 points. At three the
+    # betting interval decides, and an effect must clear its half-width, whatever the
+    # normal formula says: half-width + z.8·0.01545 = 6.4, above the +5 observed.
+    se = 0.21849 / np.sqrt(200)
+    if episodes == 1:
+        assert report.power.mde == pytest.approx((1.95996 + 0.84162) * se, rel=1e-4)
+    else:
+        betting = betting_interval(np.r_[np.ones(10), np.zeros(190)], seed=0).interval
+        half_width = (betting.high - betting.low) / 2
+        assert report.power.mde == pytest.approx(half_width + 0.84162 * se, rel=1e-4)
+        assert report.power.mde > (np.sqrt(2 * np.log(40)) + 0.84162) * se
     assert report.power.underpowered is (episodes == 3)
     # The default k stop at n/2: at 3 episodes, pass@1 alone.
     assert [point.k for point in report.pass_at_k.arms.base] == [1]
@@ -148,7 +161,7 @@ def test_every_task_passing_in_both_arms_reports_the_exact_bound_and_says_so():
     assert difference.method.startswith("bootstrap-t over 20 tasks, 9,999 resamples; all 20 "
                                         "units equal, clopper-pearson bound, widened to the "
                                         "hedged-capital betting over 20 tasks")
-    betting = betting_interval(np.zeros(20), seed=0)
+    betting = betting_interval(np.zeros(20), seed=0).interval
     assert (difference.low, difference.high) == (betting.low, betting.high)
     assert difference.low < -(1 - exact_low) and difference.high > 1 - exact_low
     # The statistics alone find no difference; the gates void the comparison before that: 20
@@ -203,11 +216,16 @@ def test_the_headline_shows_beside_the_verdict_what_it_rests_on():
         "Rests on 200 tasks in 40 groups, 1 episode(s) each; ties: 80 pass in both, 110 fail "
         "in both; minimum detectable effect of the verdict ")
     assert grouped.headline.notes[0].endswith(
-        "; run-level drift not measured; gates fired: interval includes 0.")
+        "; run-level drift not measured; gates fired: the paired test does not reject, "
+        "interval includes 0.")
+    # The betting test decides beside the other two, so the deciding test does not reject
+    # either: the p printed is the verdict's own.
     assert grouped.headline.decision.test.method == (
-        "bootstrap-t over 40 groups of 200 tasks, 9,999 resamples and sign-flip permutation "
-        "over 40 groups, exact, both rejecting (p the larger)")
-    assert grouped.headline.decision.test.rejects
+        "bootstrap-t over 40 groups of 200 tasks, 9,999 resamples, sign-flip permutation "
+        "over 40 groups, exact and hedged-capital betting over 40 groups of 200 tasks (fewer "
+        "than 100 units), all rejecting (p the largest)")
+    assert not grouped.headline.decision.test.rejects
+    assert grouped.headline.decision.test.p_value > 0.05 > 2 * 0.5**10
     assert "hedged-capital betting over 40 groups" in grouped.headline.decision.difference.method
 
 
@@ -282,7 +300,8 @@ def truncated_base() -> Report:
     (mismatched_harness, "not decidable: the arms ran under different harnesses, so part of "
                          "any difference may be the harness's", [NOT_COMPARABLE]),
     (truncated_base, "not decidable: the base was truncated in 10.0% of episodes, more than "
-                     "twice the other arm's 0.0%: budgets, not skill, may decide the difference",
+                     "twice the other arm's 0.0% (one-sided p = 2.4e-06 over the tasks): "
+                     "budgets, not skill, may decide the difference",
      [TRUNCATION_IMBALANCE]),
 ], ids=["better", "drifting", "too-few-tasks", "harness-mismatch", "truncation"])
 def test_the_headline_json_round_trips_with_its_verdict_and_gates(build, verdict, gates):

@@ -134,7 +134,7 @@ def test_the_betting_interval_holds_where_few_large_losses_hide():
     p, q = population.draw(rng, (400, 30))
     uniforms = rng.random((400, 30, 10))
     values = ((uniforms < q[..., None]).mean(-1) - (uniforms < p[..., None]).mean(-1))
-    betting = [betting_interval(row, seed=i) for i, row in enumerate(values)]
+    betting = [betting_interval(row, seed=i).interval for i, row in enumerate(values)]
     studentized = [studentized_test(row, seed=i, resamples=999).interval
                    for i, row in enumerate(values)]
     missed = np.mean([not (i.low <= 0 <= i.high) for i in betting])
@@ -144,9 +144,9 @@ def test_the_betting_interval_holds_where_few_large_losses_hide():
 
 def test_the_betting_interval_finds_a_clear_gain_and_ignores_the_task_order():
     values = differences(3, 60, shift=0.3)
-    interval = betting_interval(values)
+    interval = betting_interval(values).interval
     assert interval.low > 0.1 and interval.low < values.mean() < interval.high
-    reordered = betting_interval(values[::-1].copy())
+    reordered = betting_interval(values[::-1].copy()).interval
     assert (reordered.low, reordered.high) == (interval.low, interval.high)
-    grouped = betting_interval(values, groups=np.arange(60) // 3)
+    grouped = betting_interval(values, groups=np.arange(60) // 3).interval
     assert grouped.low < interval.low and "20 groups of 60 tasks" in grouped.method
