@@ -40,6 +40,7 @@ from heldout.files import json_bytes, staged_outputs
 from heldout.report.closing import closing_verdict
 from heldout.report.inputs import read_rollouts
 from heldout.statistics.counts import pool_runs
+from heldout.statistics.power import MIN_RUNS, too_few_runs
 from stages.access_record import (
     ARMS,
     TIMINGS,
@@ -96,9 +97,9 @@ class RerunsConfig(BaseModel):
     @field_validator("runs")
     @classmethod
     def _enough(cls, runs: int) -> int:
-        if runs != 0 and runs < 3:
-            raise ValueError("0 (no run-level drift measured) or at least 3: the runs' spread "
-                             "at 2 rests on one degree of freedom")
+        if runs != 0 and runs < MIN_RUNS:
+            raise ValueError(f"0 (no run-level drift measured) or at least {MIN_RUNS}: "
+                             + (too_few_runs(runs) or "one run measures no drift"))
         return runs
 
 

@@ -40,7 +40,11 @@ class Decontamination:
 
 
 def _only(arm: Arm, keep: np.ndarray) -> Arm:
-    return replace(arm, counts=arm.counts[keep], at_sample=arm.at_sample[keep])
+    kept = arm.counts.index[keep]
+    episodes = None if arm.episodes is None else \
+        arm.episodes[arm.episodes["task_id"].isin(kept)]
+    return replace(arm, counts=arm.counts[keep], at_sample=arm.at_sample[keep],
+                   episodes=episodes)
 
 
 def contamination_section(

@@ -35,12 +35,19 @@ def headline_estimates(
         arm.counts["c"].to_numpy(), arm.counts["n"].to_numpy(), [1], groups=labels, seed=seed))
     pass_at_1 = summaries.map(lambda summary: summary.pass_at_1)
     episodes = arms.map(lambda arm: int(arm.counts["n"].min()))
-    if mismatch is None and arms.base.counts["n"].tolist() != arms.candidate.counts["n"].tolist():
-        mismatch = (f"the arms ran different numbers of episodes per task ({episodes.base} and "
-                    f"{episodes.candidate} at the fewest): compare at one n")
+    common = np.minimum(*(arm.counts["n"].to_numpy() for arm in arms))
+    rates = arms.map(lambda arm: arm.rates)
+    episodes_differ = None
+    if arms.base.counts["n"].tolist() != arms.candidate.counts["n"].tolist():
+        # Decided on the episodes both arms ran, so that a significant harm is still found;
+        # a gain at unequal n is not decided (Decision: the gate lets only a harm through).
+        rates = arms.map(lambda arm: arm.first_rates(common))
+        episodes_differ = (f"the arms ran different numbers of episodes per task "
+                           f"({episodes.base} and {episodes.candidate} at the fewest): compare "
+                           f"at one n (decided on each task's first {int(common.min())}"
+                           f"{'' if common.min() == common.max() else '+'} episodes in both)")
     decision = decide(
-        arms.base.rates, arms.candidate.rates,
-        n_episodes=np.minimum(*(arm.counts["n"].to_numpy() for arm in arms)),
+        rates.base, rates.candidate, n_episodes=common, episodes_differ=episodes_differ,
         base_passed=arms.base.at_sample, candidate_passed=arms.candidate.at_sample,
         groups=labels, truncation=tuple(truncation_rate(arm) for arm in arms),
         task_truncation=tuple((arm.counts["truncations"] / arm.counts["n"]).to_numpy(float)

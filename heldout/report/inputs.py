@@ -34,10 +34,24 @@ class Arm:
     name: str
     counts: pd.DataFrame  # per task: n, c, and a count per failure (rows.FAILURES)
     at_sample: np.ndarray  # per task: did the episode at the exact test's sample index pass?
+    # per episode of the compared tasks: task_id, sample and whether it passed (an error fails)
+    episodes: pd.DataFrame | None = None
 
     @property
     def rates(self) -> np.ndarray:
         return (self.counts["c"] / self.counts["n"]).to_numpy(float)
+
+    def first_rates(self, episodes: np.ndarray) -> np.ndarray:
+        """Each task's pass rate over its first `episodes[i]` episodes in sample order, in the
+        arm's task order."""
+        if self.episodes is None:
+            raise ValueError(f"{self.name}: no episodes kept")
+        ordered = self.episodes.sort_values(["task_id", "sample"], kind="stable")
+        rank = ordered.groupby("task_id").cumcount().to_numpy()
+        keep = pd.Series(episodes, index=self.counts.index).reindex(ordered["task_id"])
+        first = ordered[rank < keep.to_numpy()]
+        return first.groupby("task_id")["passed"].mean().reindex(self.counts.index).to_numpy(
+            float)
 
 
 def same_input_warning(base: Path, candidate: Path) -> str | None:
@@ -192,6 +206,13 @@ def _task_counts(table: pd.DataFrame) -> pd.DataFrame:
     return per_task_counts(scored).drop(columns="checkpoint").set_index("task_id")
 
 
+def _compared_episodes(table: pd.DataFrame, task_ids: list[str]) -> pd.DataFrame:
+    kept = table["task_id"].isin(task_ids)
+    return pd.DataFrame({"task_id": table.loc[kept, "task_id"].to_numpy(),
+                         "sample": table.loc[kept, "sample"].to_numpy(int),
+                         "passed": _episode_passes(table[kept]).to_numpy(float)})
+
+
 def _passes_at_sample(
     table: pd.DataFrame, sample: int, task_ids: list[str], name: str
 ) -> np.ndarray:
@@ -251,7 +272,8 @@ def pair_arms(
     counts = (_task_counts(base), _task_counts(candidate))
     task_ids, tasks = _match_tasks(counts, arm_names)
     arms = (
-        Arm(name, table_counts.loc[task_ids], _passes_at_sample(table, sample, task_ids, name))
+        Arm(name, table_counts.loc[task_ids], _passes_at_sample(table, sample, task_ids, name),
+            _compared_episodes(table, task_ids))
         for name, table_counts, table in zip(arm_names, counts, tables, strict=True)
     )
     return PairedArms(PerArm(*arms), tasks, harness)

@@ -16,7 +16,7 @@ import pandas as pd
 from heldout.episodes.rows import FAILURES
 from heldout.errors import HeldoutError
 from heldout.statistics.grouping import group_labels
-from heldout.statistics.power import Reruns
+from heldout.statistics.power import Reruns, too_few_runs
 from heldout.statistics.summary import summarize_counts
 
 COUNT_COLUMNS = ("n", "c", *(failure.count for failure in FAILURES))
@@ -155,6 +155,9 @@ def pool_runs(base_runs: list[pd.DataFrame], candidate_runs: list[pd.DataFrame]
             f"{len(candidate_runs) - 1} of the candidate; rerun both arms as often")
     if len(base_runs) == 1:
         return base_runs[0], candidate_runs[0], None
+    refused = too_few_runs(len(base_runs))
+    if refused:
+        raise IncomparableRolloutsError(refused)
     pooled = []
     for arm, runs in (("base", base_runs), ("candidate", candidate_runs)):
         tasks = set(runs[0]["task_id"])

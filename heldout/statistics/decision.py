@@ -81,6 +81,7 @@ TOO_FEW_UNITS = "too few tasks or groups"
 HARDEN_THE_SET = "harden the set"
 TRUNCATION_IMBALANCE = "one arm truncated far more"
 NOT_COMPARABLE = "not comparable"
+EPISODES_DIFFER = "the arms ran different episodes per task"
 # Gates that only warn: the verdict stands, with the caveat beside it.
 FEW_FAILURE_CAPABLE = "few tasks either arm fails"
 
@@ -111,6 +112,9 @@ class Support:
     # one-sided p that the base, and that the candidate, truncates more than TRUNCATION_RATIO
     # times the other (heldout.statistics.truncation), or None: the point ratio decides
     truncation_p: tuple[float, float] | None = None
+    # why the arms' episodes per task differ (the verdict then rests on the episodes both
+    # ran), or None
+    episodes_differ: str | None = None
 
     @property
     def failure_capable(self) -> int:
@@ -127,7 +131,7 @@ class Decision:
         the candidate). drift: how far the difference moved between the paired runs of both
         arms (RunDrift), carried in the test and the interval, or None. support: the
         tasks, groups, ties and power the verdict rests on. mismatch: why the arms are not
-        comparable (different harness or episodes per task), or None.
+        comparable (different harnesses), or None.
     """
 
     difference: Interval
@@ -188,6 +192,8 @@ class Decision:
         support, fired = self.support, []
         if self.mismatch:
             fired.append(Gate(NOT_COMPARABLE, self.mismatch, True))
+        if support.episodes_differ:
+            fired.append(Gate(EPISODES_DIFFER, support.episodes_differ, True))
         if min(support.tasks, support.groups) < MIN_UNITS:
             fired.append(Gate(TOO_FEW_UNITS, (
                 f"{support.tasks} tasks in {support.groups} groups, fewer than {MIN_UNITS}: "
@@ -227,6 +233,7 @@ def decide(
     task_truncation: tuple[ArrayLike, ArrayLike] | None = None,
     reruns: Reruns | None = None,
     mismatch: str | None = None,
+    episodes_differ: str | None = None,
     seed: int | None = 0,
 ) -> Decision:
     """Decide the candidate against the base on the same tasks, given in the same order.
@@ -244,7 +251,10 @@ def decide(
     reruns: R ≥ 2 paired runs of both arms (heldout.statistics.power.
     Reruns), whose spread (run_drift) the test and the interval carry, or None; with reruns,
     base and candidate are the rates over the R runs' episodes pooled, and n_episodes their
-    number. mismatch: why the arms are not comparable, or None. `seed` seeds the resampling.
+    number. mismatch: why the arms are not comparable, or None. episodes_differ: why the
+    arms' episodes per task differ, the rates given being over the episodes both ran: a gate
+    that voids a gain and lets a significant harm through, or None. `seed` seeds the
+    resampling.
     """
     base, candidate = np.asarray(base, dtype=float), np.asarray(candidate, dtype=float)
     base_passed = np.asarray(base_passed, dtype=bool)
@@ -301,6 +311,7 @@ def decide(
                            groups=by_groups),
             truncates_more(task_truncation[1], task_truncation[0], ratio=TRUNCATION_RATIO,
                            groups=by_groups)),
+        episodes_differ=episodes_differ,
     )
     return Decision(difference, test, mcnemar_exact(b, c), drift, support, mismatch)
 

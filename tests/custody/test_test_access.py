@@ -365,6 +365,6 @@ def test_reruns_arm_is_refused_with_what_changed(project: Path):
 def test_two_runs_are_not_enough_to_measure_drift(project: Path):
     set_params(project, "reruns", runs=2)
     with pytest.raises(ParamsError, match=r"reruns.runs: .*0 \(no run-level drift measured\) or "
-                                          "at least 3"):
+                                          "at least 4: 2 paired runs of each arm"):
         test_stage.run(project)
     assert outcomes(project) == []

@@ -75,24 +75,32 @@ def test_a_missing_or_unreadable_file_exits_2_naming_it(tmp_path: Path):
 def test_paired_reruns_of_both_arms_give_the_run_drift_and_must_pair(tmp_path: Path):
     base, candidate = rollout_files(tmp_path)
     reruns = []
-    for number, (a, b) in enumerate(((range(18), range(40)), (range(22), range(40))), start=1):
+    for number, (a, b) in enumerate(((range(18), range(40)), (range(22), range(40)),
+                                     (range(20), range(40))), start=1):
         reruns += [tmp_path / f"A{number}.parquet", tmp_path / f"B{number}.parquet"]
         rollouts("base", passing(80, a)).to_parquet(reruns[-2])
         rollouts("step_9", passing(80, b)).to_parquet(reruns[-1])
     done = heldout("compare", base, candidate, "--out", tmp_path / "out",
-                   *[arg for number in (0, 2) for arg in ("--rerun-a", reruns[number],
+                   *[arg for number in (0, 2, 4) for arg in ("--rerun-a", reruns[number],
                                                           "--rerun-b", reruns[number + 1])])
     assert done.returncode == 0, done.stderr
     report = json.loads((tmp_path / "out/report.json").read_text())
     drift = report["headline"]["run_drift"]
-    # pass@1 of the three runs: base 20/80, 18/80, 22/80, candidate 40/80 in each; the
-    # differences 20/80, 22/80, 18/80 have sd 2/80.
-    assert drift == {"n_runs": 3, "run_sd": pytest.approx(2 / 80)}
-    assert "(3 runs pooled)" in done.stdout and "on 2 df" in done.stdout
+    # pass@1 of the four runs: base 20/80, 18/80, 22/80, 20/80, candidate 40/80 in each; the
+    # differences 20/80, 22/80, 18/80, 20/80 have sd √(8/3)/80.
+    assert drift == {"n_runs": 4, "run_sd": pytest.approx((8 / 3) ** 0.5 / 80)}
+    assert "(4 runs pooled)" in done.stdout and "on 3 df" in done.stdout
+
+    # Two runs of each arm are refused, saying why.
+    two = heldout("compare", base, candidate, "--out", tmp_path / "two",
+                  "--rerun-a", reruns[0], "--rerun-b", reruns[1])
+    assert two.returncode == 2 and "2 paired runs of each arm" in two.stderr
+    assert "at least 4 times" in two.stderr and "Traceback" not in two.stderr
 
     rollouts("base", passing(79, range(20))).to_parquet(reruns[0])
     refused = heldout("compare", base, candidate, "--out", tmp_path / "other",
-                      "--rerun-a", reruns[0], "--rerun-b", reruns[1])
+                      *[arg for number in (0, 2, 4) for arg in ("--rerun-a", reruns[number],
+                                                               "--rerun-b", reruns[number + 1])])
     assert refused.returncode == 2
     assert "rerun 1 of the base holds other tasks than its first run (1 differ)" in \
         refused.stderr

@@ -132,31 +132,38 @@ def test_errored_episodes_are_failures_counted_separately():
 
 
 def test_paired_runs_are_pooled_and_their_spread_carried_into_the_verdict():
-    # Three runs of each arm: the base at pass@1 0.40, 0.45, 0.50, the candidate at 0.50 in
-    # every run, so the differences run by run are 0.10, 0.05, 0 (sd 0.05): their mean carries
-    # 0.0025/3 on 2 degrees of freedom. Run 0 alone says "better" (+10 points, 20 tasks fixed).
-    base_runs = [rollouts("base", passing(200, range(stop))) for stop in (80, 90, 100)]
-    candidate_runs = [rollouts("fixed", passing(200, range(100))) for _ in range(3)]
+    # Four runs of each arm: the base at pass@1 0.40, 0.45, 0.50, 0.45, the candidate at 0.50
+    # in every run, so the differences run by run are 0.10, 0.05, 0, 0.05 (sd √(0.005/3)):
+    # their mean carries 0.005/12 on 3 degrees of freedom. Run 0 alone says "better" (+10
+    # points, 20 tasks fixed).
+    base_runs = [rollouts("base", passing(200, range(stop))) for stop in (80, 90, 100, 90)]
+    candidate_runs = [rollouts("fixed", passing(200, range(100))) for _ in range(4)]
     base, candidate, reruns = pool_runs(base_runs, candidate_runs)
-    assert reruns.base == pytest.approx((0.40, 0.45, 0.50))
-    assert reruns.candidate == pytest.approx((0.50, 0.50, 0.50))
-    # Pooled: every task holds its 3 episodes, numbered after each other's runs.
-    assert sorted(base.loc[base["task_id"] == "t085", "sample"]) == [0, 1, 2]
-    assert base.loc[base["task_id"] == "t085", "passed"].sum() == 2
+    assert reruns.base == pytest.approx((0.40, 0.45, 0.50, 0.45))
+    assert reruns.candidate == pytest.approx((0.50, 0.50, 0.50, 0.50))
+    # Pooled: every task holds its 4 episodes, numbered after each other's runs.
+    assert sorted(base.loc[base["task_id"] == "t085", "sample"]) == [0, 1, 2, 3]
+    assert base.loc[base["task_id"] == "t085", "passed"].sum() == 3
     report = build_report(base, candidate, reruns=reruns)
     headline = report.headline
-    assert headline.decision.drift.run_sd == pytest.approx(0.05)
-    assert headline.decision.drift.variance == pytest.approx(0.0025 / 3)
-    assert report.metrics["run_drift_sd"] == pytest.approx(0.05)
+    assert headline.decision.drift.run_sd == pytest.approx((0.005 / 3) ** 0.5)
+    assert headline.decision.drift.variance == pytest.approx(0.005 / 12)
+    assert report.metrics["run_drift_sd"] == pytest.approx((0.005 / 3) ** 0.5)
     assert headline.pass_at_1.base.estimate == pytest.approx(0.45)
     assert build_report(base_runs[0], candidate_runs[0]).verdict == BETTER
     assert report.verdict == NO_DIFFERENCE
     assert "> α = 0.05; the interval includes 0" in headline.reason
-    assert "carrying the spread of 3 paired runs of each arm" in headline.rule
+    assert "carrying the spread of 4 paired runs of each arm" in headline.rule
+    other_tasks = [base_runs[0], rollouts("base", passing(100, range(50))), *base_runs[2:]]
     with pytest.raises(IncomparableRolloutsError, match="rerun 1 of the base holds other tasks"):
-        pool_runs([base_runs[0], rollouts("base", passing(100, range(50)))], candidate_runs[:2])
-    with pytest.raises(IncomparableRolloutsError, match="2 rerun.s. of the base and 1 of"):
+        pool_runs(other_tasks, candidate_runs)
+    with pytest.raises(IncomparableRolloutsError, match="3 rerun.s. of the base and 1 of"):
         pool_runs(base_runs, candidate_runs[:2])
+    # Two or three runs are refused: their critical value costs more than they buy.
+    for runs in (2, 3):
+        with pytest.raises(IncomparableRolloutsError,
+                           match=f"{runs} paired runs of each arm: .* at least 4 times"):
+            pool_runs(base_runs[:runs], candidate_runs[:runs])
 
 
 def test_pass_at_k_curves_that_cross_say_where():
