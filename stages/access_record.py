@@ -62,7 +62,8 @@ def read_reruns(root: Path) -> Reruns | None:
     if not record["pass_at_1"]:
         return None
     scores = record["pass_at_1"]
-    return Reruns(tuple(scores["base"]), tuple(scores["candidate"]))
+    return Reruns(tuple(scores["base"]), tuple(scores["candidate"]),
+                  record.get("samples_per_run"))
 
 
 def file_digests(contents: dict[Path, bytes]) -> dict[str, str]:

@@ -261,6 +261,7 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
                 "checkpoints": names,
                 "pass_at_1": {"base": list(measured.base), "candidate": list(measured.candidate)}
                 if measured else None,
+                "samples_per_run": measured.samples_per_run if measured else None,
             }
             results = {RERUNS: json_bytes(rerun_record),
                        SEALED_TEST_EPISODES: seal(episodes_parquet(tables), test_key.public),

@@ -150,7 +150,8 @@ class Cell:
             if reruns:  # the pipeline's verdict: every run pooled, their spread carried
                 measured = Reruns(*(tuple(rates.mean(axis=1).tolist()) for rates in per_run))
                 tally(decide(*(rates.mean(axis=0) for rates in per_run),
-                             n_episodes=len(base) * episodes, reruns=measured, **arguments), "")
+                             n_episodes=len(base) * episodes, reruns=measured,
+                             run_differences=per_run[1] - per_run[0], **arguments), "")
                 tally(decide(*first, n_episodes=episodes, **arguments), "compare ")
             else:
                 tally(decide(*first, n_episodes=episodes, **arguments), "")

@@ -46,13 +46,18 @@ def headline_estimates(
                            f"({episodes.base} and {episodes.candidate} at the fewest): compare "
                            f"at one n (decided on each task's first {int(common.min())}"
                            f"{'' if common.min() == common.max() else '+'} episodes in both)")
+    run_differences = None
+    if reruns is not None and reruns.samples_per_run and all(arm.episodes is not None
+                                                              for arm in arms):
+        run_differences = np.subtract(*(arm.run_rates(reruns.samples_per_run, len(reruns.base))
+                                        for arm in (arms.candidate, arms.base)))
     decision = decide(
         rates.base, rates.candidate, n_episodes=common, episodes_differ=episodes_differ,
         base_passed=arms.base.at_sample, candidate_passed=arms.candidate.at_sample,
         groups=labels, truncation=tuple(truncation_rate(arm) for arm in arms),
         task_truncation=tuple((arm.counts["truncations"] / arm.counts["n"]).to_numpy(float)
                               for arm in arms),
-        reruns=reruns, mismatch=mismatch, seed=seed)
+        reruns=reruns, run_differences=run_differences, mismatch=mismatch, seed=seed)
     return HeadlineEstimates(summaries, pass_at_1, decision)
 
 

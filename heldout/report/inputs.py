@@ -41,6 +41,17 @@ class Arm:
     def rates(self) -> np.ndarray:
         return (self.counts["c"] / self.counts["n"]).to_numpy(float)
 
+    def run_rates(self, samples_per_run: int, runs: int) -> np.ndarray:
+        """Each task's pass rate in each of `runs` pooled runs, shape (runs, tasks) in the
+        arm's task order: run r holds samples r·samples_per_run onward
+        (heldout.statistics.counts.pool_runs)."""
+        if self.episodes is None:
+            raise ValueError(f"{self.name}: no episodes kept to split into runs")
+        run = (self.episodes["sample"] // samples_per_run).clip(upper=runs - 1)
+        table = self.episodes.assign(run=run).pivot_table(
+            index="run", columns="task_id", values="passed", aggfunc="mean")
+        return table.reindex(index=range(runs), columns=self.counts.index).to_numpy(float)
+
     def first_rates(self, episodes: np.ndarray) -> np.ndarray:
         """Each task's pass rate over its first `episodes[i]` episodes in sample order, in the
         arm's task order."""

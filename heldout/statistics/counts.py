@@ -159,6 +159,8 @@ def pool_runs(base_runs: list[pd.DataFrame], candidate_runs: list[pd.DataFrame]
     if refused:
         raise IncomparableRolloutsError(refused)
     pooled = []
+    # One numbering for both arms, so that run r's samples are the same range in each.
+    width = 1 + max(int(table["sample"].max()) for table in (*base_runs, *candidate_runs))
     for arm, runs in (("base", base_runs), ("candidate", candidate_runs)):
         tasks = set(runs[0]["task_id"])
         for number, table in enumerate(runs[1:], start=1):
@@ -167,10 +169,9 @@ def pool_runs(base_runs: list[pd.DataFrame], candidate_runs: list[pd.DataFrame]
                     f"rerun {number} of the {arm} holds other tasks than its first run "
                     f"({len(set(table['task_id']) ^ tasks)} differ): a rerun is the same tasks "
                     "under new seeds")
-        width = 1 + max(int(table["sample"].max()) for table in runs)
         together = pd.concat([table.assign(sample=table["sample"] + number * width)
                               for number, table in enumerate(runs)], ignore_index=True)
         pooled.append(together.sort_values(["task_id", "sample"], kind="stable",
                                            ignore_index=True))
     scores = (tuple(pass_at_1(table) for table in runs) for runs in (base_runs, candidate_runs))
-    return pooled[0], pooled[1], Reruns(*scores)
+    return pooled[0], pooled[1], Reruns(*scores, samples_per_run=width)

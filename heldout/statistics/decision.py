@@ -108,7 +108,8 @@ class Support:
     # betting interval's wider critical value where it decides (betting_decides)
     base_pass_at_1: float
     truncation: tuple[float, float]  # (base, candidate) share of episodes truncated
-    unit_sd: float = 0.0  # sd of the differences over the test's units (tasks, or groups)
+    unit_sd: float = 0.0  # sd of the differences over the test's units (tasks, or groups),
+    # net of the episodes' noise the runs' spread carries (RunDrift.noise)
     # one-sided p that the base, and that the candidate, truncates more than TRUNCATION_RATIO
     # times the other (heldout.statistics.truncation), or None: the point ratio decides
     truncation_p: tuple[float, float] | None = None
@@ -232,6 +233,7 @@ def decide(
     truncation: tuple[float, float] = (0.0, 0.0),
     task_truncation: tuple[ArrayLike, ArrayLike] | None = None,
     reruns: Reruns | None = None,
+    run_differences: ArrayLike | None = None,
     mismatch: str | None = None,
     episodes_differ: str | None = None,
     seed: int | None = 0,
@@ -251,10 +253,12 @@ def decide(
     reruns: R ≥ 2 paired runs of both arms (heldout.statistics.power.
     Reruns), whose spread (run_drift) the test and the interval carry, or None; with reruns,
     base and candidate are the rates over the R runs' episodes pooled, and n_episodes their
-    number. mismatch: why the arms are not comparable, or None. episodes_differ: why the
-    arms' episodes per task differ, the rates given being over the episodes both ran: a gate
-    that voids a gain and lets a significant harm through, or None. `seed` seeds the
-    resampling.
+    number. run_differences: with reruns, per run and task the candidate − base of the task's
+    rate in that run, shape (R, N), from which the episodes' noise that the runs' spread and
+    the tasks' spread both hold is counted once (RunDrift.noise); None counts it twice.
+    mismatch: why the arms are not comparable, or None. episodes_differ: why the arms'
+    episodes per task differ, the rates given being over the episodes both ran: a gate that
+    voids a gain and lets a significant harm through, or None. `seed` seeds the resampling.
     """
     base, candidate = np.asarray(base, dtype=float), np.asarray(candidate, dtype=float)
     base_passed = np.asarray(base_passed, dtype=bool)
@@ -271,7 +275,7 @@ def decide(
     signs = paired_permutation_test(candidate, base, groups=by_groups, alpha=ALPHA, seed=seed)
     b = int(np.sum(base_passed & ~candidate_passed))
     c = int(np.sum(~base_passed & candidate_passed))
-    drift = run_drift(reruns) if reruns is not None else None
+    drift = run_drift(reruns, run_differences, by_groups) if reruns is not None else None
     exact = episodes.max(initial=1) == 1 and not grouped and not run_variance(drift)
     betting_width = None
     if exact:
@@ -286,7 +290,10 @@ def decide(
     if grouped:
         _, index = np.unique(labels, return_inverse=True)
         differences = np.bincount(index, differences) / np.bincount(index)
-    sd = float(differences.std(ddof=1)) if differences.size > 1 else 0.0
+    # A unit's sd net of the episodes' noise the runs' variance carries (RunDrift.noise): the
+    # MDE and the units an effect needs count it once, as the test does.
+    sd = math.sqrt(max(float(differences.var(ddof=1)) - differences.size * _noise(drift), 0.0)
+                   ) if differences.size > 1 else 0.0
     mde = verdict_mde(sd, int(differences.size), run_variance(drift), critical_value(
         differences.size, math.inf if exact else test.nonzero_units,
         shares(sd, differences.size, drift)), POWER) if sd > 0 or run_variance(drift) > 0 \
@@ -316,6 +323,11 @@ def decide(
     return Decision(difference, test, mcnemar_exact(b, c), drift, support, mismatch)
 
 
+def _noise(drift: RunDrift | None) -> float:
+    """The episodes' noise the runs' variance carries, taken out of the units' part."""
+    return drift.noise if drift is not None else 0.0
+
+
 def _skew_robust(differences: np.ndarray, signs: PermutationTest, groups: np.ndarray | None,
                  drift: RunDrift | None, seed: int | None
                  ) -> tuple[PermutationTest, Interval, float | None]:
@@ -327,7 +339,7 @@ def _skew_robust(differences: np.ndarray, signs: PermutationTest, groups: np.nda
     studentized = studentized_test(differences, groups=groups, confidence=CONFIDENCE,
                                    drift_variance=run_variance(drift),
                                    drift_df=drift.df if drift is not None else math.inf,
-                                   seed=seed)
+                                   noise_variance=_noise(drift), seed=seed)
     # The p reported is one of the tests', written with that one's resolution.
     candidates = [(studentized.p_value, studentized.resamples, studentized.p_floor,
                    studentized.method),

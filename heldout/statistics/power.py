@@ -50,10 +50,14 @@ def too_few_runs(runs: int) -> str | None:
 class Reruns:
     """R >= 2 runs of both arms on the same tasks, paired by their seeds: run r of the base and
     run r of the candidate drew the same seeds (heldout.episodes.seeds, rerun r; run 0 the
-    arms' own episodes). base, candidate: each run's pass@1, in run order."""
+    arms' own episodes). base, candidate: each run's pass@1, in run order. samples_per_run:
+    how the pooled rollouts number them (run r's samples are r·samples_per_run onward,
+    heldout.statistics.counts.pool_runs), so that each task's rate in each run can be read
+    back; None where only the runs' pass@1 were recorded."""
 
     base: tuple[float, ...]
     candidate: tuple[float, ...]
+    samples_per_run: int | None = None
 
 
 @dataclass(frozen=True)
@@ -64,13 +68,17 @@ class RunDrift:
     pass@1 (candidate − base, run by run). The tasks are the same in every run, so that spread
     is what whole runs add (a server, a seed stream, a clock: a run-level drift) plus the
     episodes' own noise, never the tasks' sampling. The verdict compares the arms over all R
-    runs pooled, and carries `variance` = run_sd²/R on `df` = R − 1 degrees of freedom: the
-    episode part is then counted twice, once in the tasks' resampling and once here, which
-    costs little with R runs pooled and keeps the estimate whole (net of the episode part, it
-    is 0 in two runs of three at small drift, and the drift passes)."""
+    runs pooled, and carries `variance` = run_sd²/R whole, on `df` = R − 1 degrees of
+    freedom: a drift estimated net of the episodes' part is 0 in most samples when it is
+    small, and then passes unseen. `noise` is that episode part, which the tasks' spread over
+    the pooled runs also holds: the two-way (units × runs) residual mean square over G·R
+    (heldout.statistics.power.run_drift). The verdict takes it out of the tasks' part, so that
+    the episodes' noise is counted once (0 when the runs' per-task rates are unknown: it is
+    then counted twice, which errs wide)."""
 
     n_runs: int
     run_sd: float
+    noise: float = 0.0
 
     @property
     def variance(self) -> float:
@@ -176,9 +184,19 @@ def mde(sd: float, n_tasks: int, alpha: float = 0.05, power: float = 0.8) -> flo
     return _z_sum(alpha, power) * sd / math.sqrt(n_tasks)
 
 
-def run_drift(reruns: Reruns) -> RunDrift:
+def run_drift(reruns: Reruns, run_differences: ArrayLike | None = None,
+              groups: ArrayLike | None = None) -> RunDrift:
     """RunDrift from R >= 2 paired runs of both arms (Madaan et al. 2024 measure the runs'
-    spread). Warns at R = 2, where the spread rests on one degree of freedom."""
+    spread). Warns at R = 2, where the spread rests on one degree of freedom.
+
+    run_differences: per run and task, candidate − base of the task's pass rate in that run,
+    shape (R, N), or None; with `groups` (one label per task) the units are the groups, each
+    weighted by its tasks, as the verdict's are. From it `noise`, the episodes' part of the
+    pooled estimate's variance: with X[r, g] the units' differences run by run, m_g their
+    means over runs, D_r the runs' task-weighted means and θ the grand mean, the residual
+    mean square s² = Σ (X − m_g − D_r + θ)² / ((G − 1)(R − 1)) estimates the episodes'
+    variance of one unit in one run (the units × runs interaction of a two-way random-effects
+    design), and noise = s²·Σ w_g² / R, w_g the units' shares of the tasks."""
     base = finite_values("base run scores", reruns.base)
     candidate = finite_values("candidate run scores", reruns.candidate)
     if base.size != candidate.size:
@@ -190,7 +208,32 @@ def run_drift(reruns: Reruns) -> RunDrift:
         warnings.warn("run-level drift from only 2 runs rests on one degree of freedom; add "
                       "reruns", UserWarning, stacklevel=2)
     differences = candidate - base
+    noise = 0.0 if run_differences is None else _episode_noise(
+        np.asarray(run_differences, dtype=float), groups, base.size)
     # Rates subtracted in another order differ in the last bits: those are no spread.
     if np.ptp(differences) <= 1e-12:
-        return RunDrift(int(base.size), 0.0)
-    return RunDrift(int(base.size), float(differences.std(ddof=1)))
+        return RunDrift(int(base.size), 0.0, noise)
+    return RunDrift(int(base.size), float(differences.std(ddof=1)), noise)
+
+
+def _episode_noise(run_differences: np.ndarray, groups: ArrayLike | None, runs: int) -> float:
+    """noise of run_drift: the interaction mean square of units × runs, as the pooled mean's
+    variance."""
+    if run_differences.ndim != 2 or run_differences.shape[0] != runs:
+        raise ValueError(f"run_differences: one row per run ({runs}) and one column per task, "
+                         f"got shape {run_differences.shape}")
+    if groups is None:
+        shares, units = np.full(run_differences.shape[1], 1 / run_differences.shape[1]), \
+            run_differences
+    else:
+        _, index = np.unique(np.asarray(groups), return_inverse=True)
+        sizes = np.bincount(index)
+        units = np.stack([np.bincount(index, row) for row in run_differences]) / sizes
+        shares = sizes / sizes.sum()
+    if units.shape[1] < 2:
+        return 0.0
+    unit_means = units.mean(axis=0)
+    run_means = units @ shares
+    residuals = units - unit_means[None, :] - run_means[:, None] + unit_means @ shares
+    mean_square = float(np.sum(residuals**2)) / ((units.shape[1] - 1) * (runs - 1))
+    return mean_square * float(np.sum(shares**2)) / runs

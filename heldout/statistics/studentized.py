@@ -85,6 +85,7 @@ def studentized_test(
     confidence: float = 0.95,
     drift_variance: float = 0.0,
     drift_df: float = math.inf,
+    noise_variance: float = 0.0,
     resamples: int = RESAMPLES,
     seed: int | None = 0,
 ) -> StudentizedTest:
@@ -115,6 +116,13 @@ def studentized_test(
     of freedom does where the runs' variance dominates (a Satterthwaite mixture where it does
     not), rather than as if three runs had measured it exactly.
 
+    noise_variance: the episodes' part of the variance, which drift_variance holds whole
+    (RunDrift.noise) and the units' spread over the pooled runs holds too. It is counted once:
+    the units' part is shrunk by s = max(0, 1 − noise/se²ᵤ), se²ᵤ the observed units' squared
+    standard error, in the observed standard error and in every resample's, and each
+    resample's θ* − θ from the units is scaled by √s, so that the resampled pivots spread as
+    the estimate does, net.
+
     Units whose identical (sum, size) pairs repeat are resampled as multinomial counts over
     the distinct pairs, which is the same distribution as drawing indices: single tasks with
     n episodes have at most 2n + 1 distinct differences.
@@ -134,9 +142,11 @@ def studentized_test(
             (resamples + 1) * alpha / 2 < 1:
         raise ValueError(f"resamples must be an integer with (resamples + 1)·α/2 >= 1, got "
                          f"{resamples!r}")
-    if not drift_variance >= 0 or not drift_df > 0:
-        raise ValueError(f"drift_variance must be >= 0 and drift_df > 0, got {drift_variance} "
-                         f"and {drift_df}")
+    if not drift_variance >= 0 or not drift_df > 0 or not noise_variance >= 0:
+        raise ValueError(f"drift_variance and noise_variance must be >= 0 and drift_df > 0, got "
+                         f"{drift_variance}, {noise_variance} and {drift_df}")
+    # Without the runs' variance there is nothing the noise was counted twice in.
+    noise_variance = noise_variance if drift_variance else 0.0
     sums, sizes, over = unit_sums(values, groups)
     estimate = float(sums.sum() / sizes.sum())
     method = f"bootstrap-t over {over}, {resamples:,} resamples" + (
@@ -149,12 +159,14 @@ def studentized_test(
         return _without_spread(estimate, sums.size, alpha, resamples, method)
     observed_counts = np.ones((1, sums.size))
     prior = _spread(sums, sizes, observed_counts, 0.0)[0] / sums.size
-    se = float(np.sqrt(_standard_errors(sums, sizes, observed_counts, prior)[0]**2
-                       + drift_variance))
-    kappa = float(skewness(sums, sizes, observed_counts, prior, drift_variance)[0])
+    units_variance = float(_standard_errors(sums, sizes, observed_counts, prior)[0] ** 2)
+    parts = (max(0.0, 1 - noise_variance / units_variance) if units_variance else 1.0,
+             drift_variance)
+    se = float(np.sqrt(_variances(sums, sizes, observed_counts, prior, *parts)[0]))
+    kappa = float(skewness(sums, sizes, observed_counts, prior, *parts)[0])
     observed = float(hall_pivot(np.array(estimate / se), kappa))
-    resampled = np.sort(_resampled_pivots(sums, sizes, estimate, prior, drift_variance,
-                                          resamples, seed))
+    resampled = np.sort(_resampled_pivots(sums, sizes, estimate, prior, parts, resamples,
+                                          seed))
     resampled = resampled * drift_factor(se**2 - drift_variance, drift_variance, drift_df,
                                          alpha)
     tolerance = _TIE_TOLERANCE * max(1.0, abs(observed))
@@ -211,20 +223,27 @@ def _standard_errors(sums: np.ndarray, sizes: np.ndarray, counts: np.ndarray,
         / (counts @ sizes)
 
 
+def _variances(sums: np.ndarray, sizes: np.ndarray, counts: np.ndarray, prior: float,
+               shrink: float, drift_variance: float) -> np.ndarray:
+    """The estimate's variance per row of `counts`: the units' part shrunk net of the
+    episodes' noise (studentized_test), plus the runs' part whole."""
+    return shrink * _standard_errors(sums, sizes, counts, prior) ** 2 + drift_variance
+
+
 def skewness(sums: np.ndarray, sizes: np.ndarray, counts: np.ndarray, prior: float,
-             drift_variance: float) -> np.ndarray:
+             shrink: float, drift_variance: float) -> np.ndarray:
     """κ, the skewness of the estimate θ per row of `counts`: Σ r³ / (Σ r² + prior)^(3/2),
     r = sum − θ·size the units' residuals (γ̂/√G for single tasks, γ̂ the sample skewness),
-    shrunk by the share of the variance the units carry, (v/(v + drift))^(3/2), since the
-    run-level drift is normal and adds none."""
+    shrunk by the share of the variance the units carry, (v/(v + drift))^(3/2), v the units'
+    part net of the episodes' noise, since the run-level drift is normal and adds none."""
     theta = (counts @ sums) / (counts @ sizes)
     cubes = counts @ sums**3 - 3 * theta * (counts @ (sums**2 * sizes)) \
         + 3 * theta**2 * (counts @ (sums * sizes**2)) - theta**3 * (counts @ sizes**3)
     kappa = cubes / _spread(sums, sizes, counts, prior) ** 1.5
     if not drift_variance:
         return kappa
-    variance = _standard_errors(sums, sizes, counts, prior) ** 2
-    return kappa * (variance / (variance + drift_variance)) ** 1.5
+    units = _variances(sums, sizes, counts, prior, shrink, 0.0)
+    return kappa * (units / (units + drift_variance)) ** 1.5
 
 
 def drift_factor(task_variance: float, drift_variance: float, drift_df: float,
@@ -258,7 +277,8 @@ def hall_inverse(pivot: float, kappa: float) -> float:
 
 
 def _resampled_pivots(sums: np.ndarray, sizes: np.ndarray, estimate: float, prior: float,
-                      drift_variance: float, resamples: int, seed: int | None) -> np.ndarray:
+                      parts: tuple[float, float], resamples: int,
+                      seed: int | None) -> np.ndarray:
     """T* = H((θ* − θ)/se*, κ*) for `resamples` draws of the units with replacement, as
     multinomial counts over the distinct (sum, size) pairs.
 
@@ -267,7 +287,9 @@ def _resampled_pivots(sums: np.ndarray, sizes: np.ndarray, estimate: float, prio
     only units of one mean (99 tasks at +0.6 and 1 at −1, resampled without the −1) would
     otherwise have se* = 0 and t* = ±inf, and a third of such resamples at +inf would hide a
     difference the sign-flip test puts at p < 1e-20. It changes se by a factor √(1 + 1/G).
-    `drift_variance`: what whole runs add (studentized_test)."""
+    `parts`: the units' part's shrink net of the episodes' noise, and what whole runs add
+    (studentized_test)."""
+    shrink, drift_variance = parts
     pairs, multiplicity = np.unique(np.column_stack([sums, sizes]), axis=0, return_counts=True)
     cell_sums, cell_sizes = pairs[:, 0], pairs[:, 1]
     rng = np.random.default_rng(seed)
@@ -276,10 +298,11 @@ def _resampled_pivots(sums: np.ndarray, sizes: np.ndarray, estimate: float, prio
     resampled = []
     for size in chunk_sizes(resamples, rows):
         counts = rng.multinomial(sums.size, shares, size=size).astype(float)
-        theta = (counts @ cell_sums) / (counts @ cell_sizes)
+        theta = estimate + np.sqrt(shrink) * ((counts @ cell_sums) / (counts @ cell_sizes)
+                                              - estimate)
         if drift_variance:
             theta = theta + rng.normal(0.0, np.sqrt(drift_variance), size)
-        se = np.sqrt(_standard_errors(cell_sums, cell_sizes, counts, prior)**2 + drift_variance)
-        kappa = skewness(cell_sums, cell_sizes, counts, prior, drift_variance)
+        se = np.sqrt(_variances(cell_sums, cell_sizes, counts, prior, *parts))
+        kappa = skewness(cell_sums, cell_sizes, counts, prior, *parts)
         resampled.append(hall_pivot((theta - estimate) / se, kappa))
     return np.concatenate(resampled)

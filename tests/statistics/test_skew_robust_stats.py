@@ -74,11 +74,11 @@ def test_the_skewness_is_that_of_the_mean_and_drift_dilutes_it():
     r = values - values.mean()
     gamma = np.mean(r**3) / np.mean(r**2) ** 1.5
     ones = np.ones_like(values)
-    kappa = skewness(values, ones, np.ones((1, 6)), 0.0, 0.0)[0]
+    kappa = skewness(values, ones, np.ones((1, 6)), 0.0, 1.0, 0.0)[0]
     assert kappa == pytest.approx(gamma / math.sqrt(6)) and kappa < 0
     # A normal run-level shift with the units' own variance halves the variance share.
     variance = _standard_errors(values, ones, np.ones((1, 6)), 0.0)[0] ** 2
-    assert skewness(values, ones, np.ones((1, 6)), 0.0, variance)[0] == pytest.approx(
+    assert skewness(values, ones, np.ones((1, 6)), 0.0, 1.0, variance)[0] == pytest.approx(
         kappa * 0.5**1.5)
 
 
