@@ -31,6 +31,7 @@ from stages.catalog import (
     DECONTAM_REPORT,
     LEDGER,
     REPORTS,
+    RERUNS,
     SELECTION,
     TEST_METRICS,
     test_rollout_file,
@@ -68,8 +69,16 @@ def protocol_card(root: Path, manifest: dict, harness: Harness, access: dict) ->
             "ledger": str(LEDGER),
             "this_access": access["access_id"],
             "tasks_seen_before": access.get("tasks_seen_before", 0),
+            **_test_runs(root, harness),
         },
     }
+
+
+def _test_runs(root: Path, harness: Harness) -> dict[str, int]:
+    """How the test access ran its episodes: R paired runs of each arm, n per task in each."""
+    record = json.loads((root / RERUNS).read_text(encoding="utf-8"))
+    return {"runs": max(1, record["runs"]),
+            "episodes_per_run": record.get("episodes_per_run") or harness.n}
 
 
 def read_decontamination(root: Path) -> Decontamination:

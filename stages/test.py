@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from heldout.agents.registry import identity_settings
 from heldout.canonical import content_digest
@@ -80,11 +80,20 @@ from stages.val_plan import val_plan
 class RerunsConfig(BaseModel):
     """`params.reruns`: the run-level drift the verdict carries, measured inside the test
     access by running both arms `runs` times in all (their own episodes first, then under new
-    seeds, run r of the two under the same seeds); the verdict compares the runs pooled."""
+    seeds, run r of the two under the same seeds); the verdict compares the runs pooled.
+    `episodes`: per task in each of those runs (0: the harness's n): more runs of fewer
+    episodes buy more power per episode and a smaller critical value for the drift
+    (docs/statistics.md, "The cost of runs")."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     runs: int = 0
+    episodes: int = Field(default=0, ge=0)
+
+    def harness(self, harness: Harness) -> Harness:
+        """The harness each test run rolls out under: the params' own, at `episodes` per
+        task."""
+        return harness.model_copy(update={"n": self.episodes}) if self.episodes else harness
 
     @model_validator(mode="before")
     @classmethod
@@ -221,7 +230,8 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
             def episodes(arm: str, rerun: int = 0) -> pd.DataFrame:
                 label = f"test:{names[arm]}" + (f":rerun{rerun}" if rerun else "")
                 progress = EpisodeProgress(label)
-                rows = roll_out(root, label, settings[arm], tasks, harness, config, progress,
+                rows = roll_out(root, label, settings[arm], tasks,
+                                reruns_config.harness(harness), config, progress,
                                 execute, sealing_key=test_key.derive("episodes"), rerun=rerun)
                 timings.append(progress.elapsed())
                 return rollout_table(names[arm], rows)
@@ -262,6 +272,7 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
                 "pass_at_1": {"base": list(measured.base), "candidate": list(measured.candidate)}
                 if measured else None,
                 "samples_per_run": measured.samples_per_run if measured else None,
+                "episodes_per_run": reruns_config.harness(harness).n,
             }
             results = {RERUNS: json_bytes(rerun_record),
                        SEALED_TEST_EPISODES: seal(episodes_parquet(tables), test_key.public),

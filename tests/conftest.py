@@ -173,9 +173,9 @@ def configure_small_project(
     # (heldout.custody.spend): every candidate is named, with the reason.
     params["test"]["spend"] = {"candidates": list(checkpoints),
                                "reason": f"a {tasks}-task test project, too small to decide"}
-    # Three paired runs of each arm, the fewest the drift allows, where the project's default
-    # is four: the test projects check that the runs happen and pair, not the verdict's power.
-    params["reruns"]["runs"] = 3
+    # Four paired runs of each arm, the fewest the drift allows: the test projects check that
+    # the runs happen and pair, not the verdict's power.
+    params["reruns"]["runs"] = 4
     # The sweep keeps the checkpoints that are still here (none: the reference alone).
     sweep = params["sensitivity"]
     sweep["checkpoints"] = [name for name in sweep["checkpoints"] if name in checkpoints]

@@ -116,19 +116,21 @@ class Cell:
         episodes[:round(self.ragged * self.n_tasks)] = 1
         return episodes
 
-    def rates(self) -> dict[str, float]:
+    def rates(self, compare: bool = True) -> dict[str, float]:
         """The shares of replications whose claim (before the voiding gates) is better and
         worse, whose verdict is better and worse, and whose interval covers the population
-        difference, all with the reruns (the pipeline's verdict) where the cell has them;
-        and then also as `heldout compare` without --rerun decides ("compare ...")."""
+        difference, and the mean minimum detectable effect the verdict shows ("mde"), all
+        with the reruns (the pipeline's verdict) where the cell has them;
+        and then also, with `compare`, as `heldout compare` without --rerun decides
+        ("compare ...")."""
         base, candidate = self.draws()
         reruns = len(base) > 1
         episodes = self.episodes_per_task()
         counted = np.arange(self.episodes)[None, :] < episodes[:, None]
         groups = None if self.group_size == 1 or self.withhold_groups else \
             np.arange(self.n_tasks) // self.group_size
-        keys = ("better", "worse", "verdict better", "verdict worse", "covers")
-        compared = [f"compare {key}" for key in keys] if reruns else []
+        keys = ("better", "worse", "verdict better", "verdict worse", "covers", "mde")
+        compared = [f"compare {key}" for key in keys] if reruns and compare else []
         tallies = dict.fromkeys((*keys, *compared), 0)
 
         def tally(decision, prefix: str) -> None:
@@ -138,6 +140,7 @@ class Cell:
             tallies[prefix + "verdict worse"] += decision.verdict == WORSE
             tallies[prefix + "covers"] += self.truth is not None and \
                 decision.difference.low <= self.truth <= decision.difference.high
+            tallies[prefix + "mde"] += decision.support.mde or 0.0  # its mean: the MDE shown
 
         def passes(runs: list[np.ndarray], i: int) -> np.ndarray:
             return np.stack([(run[i] & counted).sum(axis=-1) for run in runs])  # (R, N)
@@ -152,7 +155,8 @@ class Cell:
                 tally(decide(*(rates.mean(axis=0) for rates in per_run),
                              n_episodes=len(base) * episodes, reruns=measured,
                              run_differences=per_run[1] - per_run[0], **arguments), "")
-                tally(decide(*first, n_episodes=episodes, **arguments), "compare ")
+                if compare:
+                    tally(decide(*first, n_episodes=episodes, **arguments), "compare ")
             else:
                 tally(decide(*first, n_episodes=episodes, **arguments), "")
         return {key: count / self.replications for key, count in tallies.items()}

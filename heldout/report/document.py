@@ -335,6 +335,8 @@ FIELD_LABELS = {
         "opened": "times this test set has been opened",
         "models_evaluated": "models evaluated on this test set",
         "tasks_seen_before": "of its tasks, opened by an earlier access",
+        "runs": "paired runs of each arm",
+        "episodes_per_run": "episodes per task in each run",
     },
 }
 # Fields that are differences of rates, in points as every other table of the report writes

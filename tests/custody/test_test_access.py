@@ -150,7 +150,7 @@ def test_test_completions_never_sit_in_plain_text(project: Path):
         stored = [row for (row,) in db.execute("SELECT row FROM episodes")]
     in_plain = [c for c in completions if any(json.dumps(c)[1:-1] in row for row in stored)]
     assert in_plain == []
-    assert json.loads((project / catalog.RERUNS).read_text())["runs"] == 3
+    assert json.loads((project / catalog.RERUNS).read_text())["runs"] == 4
     assert sum(row.startswith("sealed:") for row in stored) == len(episodes), \
         "every test episode, the drift's reruns of both arms included"
 
@@ -332,11 +332,11 @@ def test_both_arms_rerun_under_paired_seeds_inside_the_one_access(project: Path)
     reruns = json.loads((project / catalog.RERUNS).read_text())
     tables = {arm: pd.read_parquet(project / catalog.test_rollout_file(arm))
               for arm in test_stage.ARMS}
-    assert (reruns["runs"], reruns["checkpoints"]["base"]) == (3, "base")
+    assert (reruns["runs"], reruns["checkpoints"]["base"]) == (4, "base")
     harness_n = yaml.safe_load((project / "params.yaml").read_text())["harness"]["n"]
     for arm, table in tables.items():
-        # The rollout file holds the three runs pooled, each episode a row of its own.
-        assert len(table) == 3 * harness_n * table["task_id"].nunique()
+        # The rollout file holds the four runs pooled, each episode a row of its own.
+        assert len(table) == 4 * harness_n * table["task_id"].nunique()
         first = table[table["sample"] < harness_n]
         assert reruns["pass_at_1"][arm][0] == pytest.approx(
             first.groupby("task_id")["passed"].mean().mean())
@@ -351,8 +351,24 @@ def test_both_arms_rerun_under_paired_seeds_inside_the_one_access(project: Path)
     decontaminate.run(project)  # the report reads what decontamination flagged
     drift = report_stage.run(project)["headline"]["run_drift"]
     differences = np.subtract(reruns["pass_at_1"]["candidate"], reruns["pass_at_1"]["base"])
-    assert drift["n_runs"] == 3
+    assert drift["n_runs"] == 4
     assert drift["run_sd"] == pytest.approx(float(np.std(differences, ddof=1)), abs=1e-12)
+    # The runs' per-task rates were read back from the pooled file: the noise is netted.
+    assert reruns["samples_per_run"] == harness_n and drift["noise"] > 0
+
+
+def test_the_runs_can_hold_fewer_episodes_than_the_harness(project: Path):
+    set_params(project, "reruns", runs=4, episodes=1)
+    test_stage.run(project)
+    reruns = json.loads((project / catalog.RERUNS).read_text())
+    assert (reruns["runs"], reruns["episodes_per_run"], reruns["samples_per_run"]) == (4, 1, 1)
+    for arm in test_stage.ARMS:
+        table = pd.read_parquet(project / catalog.test_rollout_file(arm))
+        assert (table.groupby("task_id").size() == 4).all()
+        assert sorted(table["sample"].unique()) == [0, 1, 2, 3]
+    decontaminate.run(project)
+    card = report_stage.run(project)["protocol"]["test_access"]
+    assert (card["runs"], card["episodes_per_run"]) == (4, 1)
 
 
 def test_reruns_arm_is_refused_with_what_changed(project: Path):
