@@ -175,7 +175,7 @@ def configure_small_project(
                                "reason": f"a {tasks}-task test project, too small to decide"}
     # Four paired runs of each arm, the fewest the drift allows: the test projects check that
     # the runs happen and pair, not the verdict's power.
-    params["reruns"]["runs"] = 4
+    params["reruns"].update(runs=4, episodes=0)  # at the harness's n, whatever the default
     # The sweep keeps the checkpoints that are still here (none: the reference alone).
     sweep = params["sensitivity"]
     sweep["checkpoints"] = [name for name in sweep["checkpoints"] if name in checkpoints]

@@ -39,9 +39,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats as sps
 
-from heldout.statistics.betting import betting_interval
+from heldout.statistics.betting import betting_detectable, betting_interval
 from heldout.statistics.intervals import Interval
 from heldout.statistics.paired_tests import (
     McNemarResult,
@@ -277,13 +276,13 @@ def decide(
     c = int(np.sum(~base_passed & candidate_passed))
     drift = run_drift(reruns, run_differences, by_groups) if reruns is not None else None
     exact = episodes.max(initial=1) == 1 and not grouped and not run_variance(drift)
-    betting_width = None
+    betting_decided = False
     if exact:
         test = signs
         difference = paired_score_interval(b, c, base.size, CONFIDENCE,
                                            both=int(np.sum(base_passed & candidate_passed)))
     else:
-        test, difference, betting_width = _skew_robust(candidate - base, signs, by_groups,
+        test, difference, betting_decided = _skew_robust(candidate - base, signs, by_groups,
                                                        drift, seed)
     # The MDE's units are the test's: groups when the tasks come in groups.
     differences = candidate - base
@@ -298,11 +297,11 @@ def decide(
         differences.size, math.inf if exact else test.nonzero_units,
         shares(sd, differences.size, drift)), POWER) if sd > 0 or run_variance(drift) > 0 \
         else None
-    if betting_width is not None and mde is not None:
-        # Where the betting interval decides, its width is what an effect must clear: the
-        # MDE is that half-width plus z_power standard errors, never the normal formula's.
-        spread = math.sqrt(sd**2 / differences.size + run_variance(drift))
-        mde = max(mde or 0.0, betting_width + float(sps.norm.ppf(POWER)) * spread)
+    if betting_decided and mde is not None:
+        # Where the betting test decides, the MDE is the effect it finds with probability
+        # POWER on differences spread like these (heldout.statistics.betting).
+        mde = max(mde, betting_detectable(candidate - base, groups=by_groups,
+                                          confidence=CONFIDENCE, power=POWER, seed=seed))
     support = Support(
         tasks=int(base.size),
         groups=int(np.unique(labels).size) if labels is not None else int(base.size),
@@ -330,11 +329,11 @@ def _noise(drift: RunDrift | None) -> float:
 
 def _skew_robust(differences: np.ndarray, signs: PermutationTest, groups: np.ndarray | None,
                  drift: RunDrift | None, seed: int | None
-                 ) -> tuple[PermutationTest, Interval, float | None]:
+                 ) -> tuple[PermutationTest, Interval, bool]:
     """The intersection-union test of the bootstrap-t and the sign-flip test and, where
     betting_decides, the hedged-capital betting test; its interval (the bootstrap-t's, widened
-    to the betting interval where betting decides); and the betting interval's half-width
-    where it decides, else None. p is the largest of the tests' p-values, so the p printed is
+    to the betting interval where betting decides); and whether the betting test decided.
+    p is the largest of the tests' p-values, so the p printed is
     the deciding procedure's, and it rejects exactly when its interval excludes 0."""
     studentized = studentized_test(differences, groups=groups, confidence=CONFIDENCE,
                                    drift_variance=run_variance(drift),
@@ -344,7 +343,7 @@ def _skew_robust(differences: np.ndarray, signs: PermutationTest, groups: np.nda
     candidates = [(studentized.p_value, studentized.resamples, studentized.p_floor,
                    studentized.method),
                   (signs.p_value, signs.draws, signs.floor, signs.method)]
-    difference, half_width = studentized.interval, None
+    difference, betting_decided = studentized.interval, False
     if betting_decides(studentized.units, signs.nonzero_units):
         betting = betting_interval(differences, groups=groups, confidence=CONFIDENCE,
                                    seed=seed)
@@ -352,7 +351,7 @@ def _skew_robust(differences: np.ndarray, signs: PermutationTest, groups: np.nda
         candidates.append((betting.p_value, None, 0.0, f"{betting.interval.method} ({why})"))
         low = min(difference.low, betting.interval.low)
         high = max(difference.high, betting.interval.high)
-        half_width = (betting.interval.high - betting.interval.low) / 2
+        betting_decided = True
         if (low, high) != (difference.low, difference.high):
             difference = Interval(difference.estimate, low, high,
                                   f"{difference.method}, widened to the "
@@ -363,7 +362,7 @@ def _skew_robust(differences: np.ndarray, signs: PermutationTest, groups: np.nda
         signs.statistic, p_value, signs.units, signs.nonzero_units, draws is None, draws,
         f"{', '.join(methods[:-1])} and {methods[-1]}, all rejecting (p the largest)",
         bool(p_value <= ALPHA), floor)
-    return test, difference, half_width
+    return test, difference, betting_decided
 
 
 def _why_betting(units: int, differing: int) -> str:

@@ -120,7 +120,7 @@ def run_test_stage(project: Path, monkeypatch) -> dict[str, bytes]:
     from stages import test as test_stage
 
     params = yaml.safe_load((project / "params.yaml").read_text())
-    params["reruns"]["runs"] = 3
+    params["reruns"].update(runs=4, episodes=0)
     (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{project / 'own.db'}")
     test_stage.run(project)

@@ -20,7 +20,7 @@ from heldout.report import (
     build_report,
     headline_markdown,
 )
-from heldout.statistics.betting import betting_interval
+from heldout.statistics.betting import betting_detectable, betting_interval
 from heldout.statistics.decision import (
     HARDEN_THE_SET,
     INTERVAL_INCLUDES_ZERO,
@@ -94,15 +94,14 @@ def test_fixing_ten_tasks_of_200_and_breaking_none_is_better(episodes: int):
     assert flips.improved == [f"t{i:03d}" for i in range(80, 90)]
     assert (flips.regressed, flips.both_pass, flips.both_fail, flips.tied) == ([], 80, 110, 0)
     # At one episode the exact test's MDE is (z.975 + z.8)·0.01545 = 4.3 points. At three the
-    # betting interval decides, and an effect must clear its half-width, whatever the
-    # normal formula says: half-width + z.8·0.01545 = 6.4, above the +5 observed.
+    # betting test decides, and the MDE is the effect it finds in 80% of draws of differences
+    # spread like these, whatever the normal formula says: above the +5 observed.
     se = 0.21849 / np.sqrt(200)
     if episodes == 1:
         assert report.power.mde == pytest.approx((1.95996 + 0.84162) * se, rel=1e-4)
     else:
-        betting = betting_interval(np.r_[np.ones(10), np.zeros(190)], seed=0).interval
-        half_width = (betting.high - betting.low) / 2
-        assert report.power.mde == pytest.approx(half_width + 0.84162 * se, rel=1e-4)
+        found = betting_detectable(np.r_[np.ones(10), np.zeros(190)], seed=0)
+        assert report.power.mde == pytest.approx(found, rel=1e-9)
         assert report.power.mde > (np.sqrt(2 * np.log(40)) + 0.84162) * se
     assert report.power.underpowered is (episodes == 3)
     # The default k stop at n/2: at 3 episodes, pass@1 alone.

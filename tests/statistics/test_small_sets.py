@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from heldout.statistics.betting import betting_detectable, betting_interval
 from heldout.statistics.decision import BETTER, WORSE, decide
 from heldout.statistics.power import Reruns
 from tests.skewed_nulls import Cell, Narrowing
@@ -50,3 +51,17 @@ def test_the_printed_p_holds_where_the_resampling_tests_alone_do_not():
     printed = np.mean([d.test.p_value <= 0.05 for d in found])
     assert printed <= 0.05 + 2.6 * np.sqrt(0.05 * 0.95 / len(found))
     assert "betting" in found[0].test.method
+
+
+def test_the_betting_mde_is_found_in_about_80_percent_of_runs():
+    rng = np.random.default_rng(38)
+    observed = np.clip(rng.normal(0.02, 0.1, 60), -1, 1)
+    mde = betting_detectable(observed, seed=0)
+    assert 0.05 < mde < 0.2
+    found = [betting_interval(np.clip(rng.normal(mde, 0.1, 60), -1, 1), seed=i).p_value <= 0.05
+             for i in range(300)]
+    assert 0.7 <= np.mean(found) <= 0.9
+    # Where it does not decide, far below the MDE, it finds the effect rarely.
+    below = [betting_interval(np.clip(rng.normal(mde / 2, 0.1, 60), -1, 1), seed=i).p_value
+             <= 0.05 for i in range(300)]
+    assert np.mean(below) < 0.3
