@@ -111,6 +111,9 @@ def betting_detectable(differences: ArrayLike, *, groups: ArrayLike | None = Non
     values = finite_values("differences", differences)
     alpha = 1 - check_confidence(confidence)
     sums, sizes, _ = unit_sums(values, groups)
+    # Sorted first, so that the seeded draws depend on the units, not on the file's order.
+    canonical = np.lexsort((sizes, sums))
+    sums, sizes = sums[canonical], sizes[canonical]
     means = sums / sizes - sums.sum() / sizes.sum()
     draws = np.random.default_rng(seed).integers(0, sums.size, (resamples, sums.size))
 

@@ -294,7 +294,6 @@ def decide(
     sd = math.sqrt(max(float(differences.var(ddof=1)) - differences.size * _noise(drift), 0.0)
                    ) if differences.size > 1 else 0.0
     mde = verdict_mde(sd, int(differences.size), run_variance(drift), critical_value(
-        differences.size, math.inf if exact else test.nonzero_units,
         shares(sd, differences.size, drift)), POWER) if sd > 0 or run_variance(drift) > 0 \
         else None
     if betting_decided and mde is not None:

@@ -10,6 +10,7 @@ import math
 import numpy as np
 from scipy import stats as sps
 
+from heldout.statistics.betting import betting_detectable
 from heldout.statistics.power import RunDrift, required_units
 from heldout.statistics.studentized import drift_factor
 
@@ -55,19 +56,14 @@ def betting_decides(units: int, differing: float) -> bool:
     return units < BETTING_BELOW or differing < DIFFERING_BELOW
 
 
-def critical_value(units: int, differing: float,
-                   runs: tuple[float, float, int] | None = None) -> float:
-    """The verdict's critical value in standard errors at `units` tasks or groups, `differing`
-    of them not 0: z₁₋α/₂, or √(2 log(2/α)) where the betting interval decides (its
-    half-width is about that many standard errors; Waudby-Smith & Ramdas 2024). With `runs`,
-    (the tasks' share of the variance, the runs' share, the runs' degrees of freedom), at
-    least the bootstrap-t's, widened as the runs' estimated variance widens it
-    (heldout.statistics.studentized.drift_factor)."""
+def critical_value(runs: tuple[float, float, int] | None = None) -> float:
+    """The bootstrap-t's critical value in standard errors: z₁₋α/₂, or with `runs` (the
+    tasks' share of the variance, the runs' share, the runs' degrees of freedom) widened as
+    the runs' estimated variance widens it (heldout.statistics.studentized.drift_factor).
+    Where the betting test decides too, what it needs is betting_detectable's, not a
+    critical value: its half-width is not a multiple of the standard error."""
     z = float(sps.norm.ppf(1 - ALPHA / 2))
-    critical = float(np.sqrt(2 * np.log(2 / ALPHA))) if betting_decides(units, differing) else z
-    if runs is None:
-        return critical
-    return max(critical, z * drift_factor(*runs, ALPHA))
+    return z if runs is None else z * drift_factor(*runs, ALPHA)
 
 
 def run_variance(drift: RunDrift | None) -> float:
@@ -85,25 +81,42 @@ def units_for(effect: float, sd: float, drift: RunDrift | None,
     paired sd and the runs' spread measured and the share of units that differ; None when
     the runs' variance alone keeps it out of reach (more runs would bring it in). Where the
     betting interval decides (betting_decides at that many units, that share of them
-    differing) its wider critical value applies, and with reruns the t critical value at the
-    units found (three rounds: it moves little once the tasks' share is known)."""
+    differing) the effect must also be one the betting test finds with probability POWER on
+    units spread with that sd (betting_detectable on their normal quantiles), as the
+    verdict's MDE is; with reruns the t critical value at the units found (three rounds: it
+    moves little once the tasks' share is known)."""
     switch = max(BETTING_BELOW, math.ceil(DIFFERING_BELOW / differing_share - 1e-9)) \
         if differing_share > 0 else math.inf
     variance = run_variance(drift)
 
-    def solve(betting: bool) -> int | None:
-        """The units needed with the betting interval's critical value or without it."""
-        decides = (0, 0) if betting else (BETTING_BELOW, DIFFERING_BELOW)
-        found: int | None = 1
-        for _ in range(3):
-            found = required_units(effect, sd, variance, critical_value(
-                *decides, shares(sd, found, drift)), POWER)
-            if found is None:
-                return None
-        return found
+    found: int | None = 1
+    for _ in range(3):
+        found = required_units(effect, sd, variance, critical_value(shares(sd, found, drift)),
+                               POWER)
+        if found is None:
+            return None
+    # No unit differing at all: the betting test decides at any size (capped for the search).
+    switch = min(switch, 100_000)
+    if found < switch:
+        betting = _betting_units(effect, sd, found, int(switch))
+        if betting < switch:
+            return betting
+    return max(found, int(switch))
 
-    small = solve(betting=True)
-    if small is not None and small < switch:
-        return small
-    large = solve(betting=False)
-    return None if large is None else max(large, int(switch))
+
+def _betting_units(effect: float, sd: float, least: int, switch: int) -> int:
+    """The fewest units from `least` on at which the betting test finds `effect` with
+    probability POWER on units spread with `sd` (their normal quantiles), or `switch`, where
+    it no longer decides."""
+    def found(units: int) -> bool:
+        spread = sd * sps.norm.ppf((np.arange(units) + 0.5) / units)
+        return betting_detectable(np.clip(spread, -1, 1), confidence=CONFIDENCE,
+                                  power=POWER) <= abs(effect)
+
+    if found(least):
+        return least
+    low, high = least, switch
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if found(middle) else (middle, high)
+    return high

@@ -11,7 +11,7 @@ import pytest
 from scipy import stats
 
 from heldout.statistics import Interval, Reruns, run_drift
-from heldout.statistics.betting import betting_interval
+from heldout.statistics.betting import betting_detectable, betting_interval
 from heldout.statistics.decision import (
     BETTER,
     FEW_FAILURE_CAPABLE,
@@ -162,15 +162,32 @@ def test_the_minimum_detectable_effect_is_the_verdicts_own():
     assert critical > math.sqrt(2 * math.log(40))
     assert few.support.mde == pytest.approx((critical + stats.norm.ppf(0.8))
                                             * math.sqrt(0.21849**2 / 200 + 0.0025), rel=1e-4)
-    # Below 100 units the betting interval decides: √(2 log 40) = 2.716 in place of 1.960.
-    small = decide_on(passes(60, range(20)), passes(60, range(30)))
-    sd = float(np.std(np.r_[np.ones(10), np.zeros(50)], ddof=1))
-    assert small.support.mde == pytest.approx(
-        (math.sqrt(2 * math.log(40)) + stats.norm.ppf(0.8)) * sd / math.sqrt(60), rel=1e-9)
+    # One episode per task, no groups: the exact sign test decides at any size, and the MDE
+    # is the normal formula's.
+    exact = decide_on(passes(60, range(20)), passes(60, range(30)))
+    differences = np.r_[np.ones(10), np.zeros(50)]
+    normal = Z_SUM * float(np.std(differences, ddof=1)) / math.sqrt(60)
+    assert exact.support.mde == pytest.approx(normal, rel=1e-9)
+    # Below 100 units the betting test decides beside the bootstrap-t (three episodes a task
+    # here): the MDE is the effect it finds in 80% of draws of differences spread like these,
+    # above the normal formula's.
+    small = decide(passes(60, range(20)).astype(float), passes(60, range(30)).astype(float),
+                   n_episodes=3, base_passed=passes(60, range(20)),
+                   candidate_passed=passes(60, range(30)))
+    assert small.support.mde == pytest.approx(betting_detectable(differences, seed=0),
+                                              rel=1e-12)
+    assert small.support.mde > normal
     assert units_for(0.05, 0.21849, None) == math.ceil((Z_SUM * 0.21849 / 0.05) ** 2)
-    # When 5% of the units differ the betting interval decides up to 1,500 units.
-    assert units_for(0.05, 0.21849, None, differing_share=0.05) == math.ceil(
-        ((math.sqrt(2 * math.log(40)) + stats.norm.ppf(0.8)) * 0.21849 / 0.05) ** 2)
+    # When 5% of the units differ the betting test decides up to 1,500 units: the units
+    # needed are the fewest at which it finds 0.05 on units of that spread.
+    needed = units_for(0.05, 0.21849, None, differing_share=0.05)
+
+    def betting_finds(units: int) -> bool:
+        spread = 0.21849 * stats.norm.ppf((np.arange(units) + 0.5) / units)
+        return betting_detectable(spread, power=0.8) <= 0.05
+
+    assert betting_finds(needed) and not betting_finds(needed - 1)
+    assert needed > math.ceil((Z_SUM * 0.21849 / 0.05) ** 2)
     # The runs' variance alone (sd 5 points, at a critical value of 4.3) is more than 0.05:
     # no number of tasks is enough; more runs would be.
     assert units_for(0.05, 0.21849, run_drift(WIDE_RERUNS)) is None
