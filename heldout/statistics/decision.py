@@ -25,7 +25,9 @@ bootstrap's resamples are degenerate. The interval is the bootstrap-t's, which e
 exactly when that test rejects; below BETTING_BELOW units, or below DIFFERING_BELOW units whose
 difference is not 0, it is widened to the hedged-capital betting interval
 (heldout.statistics.betting), valid at any size: there a few large losses can be missing from
-the sample altogether, which no resampling can see. The choice and its
+the sample altogether, which no resampling can see; the betting test then joins the deciding
+test, so the p printed (the largest of the three) rejects exactly when the verdict claims,
+and the MDE shown is the effect the betting test finds with probability POWER. The choice and its
 numbers: benchmarks/verdict_simulation.py, docs/statistics.md. The gates
 come from the evaluation literature the design cites (Miller 2024;
 Bowyer et al. 2025): too few tasks or groups to count on, a set too easy to show a difference,
@@ -103,8 +105,8 @@ class Support:
     both_pass: int  # tasks both arms passed in every episode (ties)
     both_fail: int  # tasks both arms failed in every episode (ties)
     mde: float | None  # the verdict's minimum detectable effect at ALPHA and POWER: from the
-    # paired sd over the test's units (tasks, or groups), the run-level drift, and the
-    # betting interval's wider critical value where it decides (betting_decides)
+    # paired sd over the test's units (tasks, or groups) and the run-level drift, and where
+    # the betting test decides (betting_decides) at least the effect it finds with POWER
     base_pass_at_1: float
     truncation: tuple[float, float]  # (base, candidate) share of episodes truncated
     unit_sd: float = 0.0  # sd of the differences over the test's units (tasks, or groups),
