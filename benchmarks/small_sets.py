@@ -14,12 +14,12 @@ s − s²/2: the shift is 1 − √(1 − 2·MDE)).
 
 from __future__ import annotations
 
-import argparse
 import math
 from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
+from benchmarks.grid_cli import grid_arguments
 from tests.skewed_nulls import Cell, Narrowing
 
 NULLS = {
@@ -57,13 +57,7 @@ def run(job: tuple[str, Cell]) -> tuple[str, Cell, dict[str, float]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--replications", type=int, default=1000)
-    parser.add_argument("--workers", type=int, default=2)
-    args = parser.parse_args()
-    se = math.sqrt(0.025 * 0.975 / args.replications)
-    print(f"{args.replications:,} replications a cell; one-sided bound 0.025 + 2.6·SE = "
-          f"{0.025 + 2.6 * se:.4f}, coverage 0.93")
+    args = grid_arguments(__doc__, ', coverage 0.93')
     print("| cell | better | worse | coverage | MDE shown |")
     print("|---|---|---|---|---|")
     mdes = {}

@@ -257,6 +257,8 @@ def compare(
     ] = None,
     rerun_a: scoring_options.RerunAOption = None,
     rerun_b: scoring_options.RerunBOption = None,
+    reference_a: scoring_options.ReferenceAOption = None,
+    reference_b: scoring_options.ReferenceBOption = None,
     target_effect: scoring_options.TargetEffectOption = None,
     groups: scoring_options.GroupsOption = None,
     tasks: scoring_options.TasksOption = None,
@@ -269,10 +271,16 @@ def compare(
     """The paired report of B against A from any two rollout or samples files (samples are
     scored first, as `heldout score` does), no pipeline needed. A file compared with itself
     (or with a byte-for-byte copy) is a warning, not an error: the report is written, with
-    every difference 0."""
+    every difference 0. Arms whose rows say they ran at different times are "not decidable"
+    unless a reference checkpoint ran beside each (--reference-a, --reference-b)."""
     from heldout.report import build_report, headline_markdown, read_rollouts, write_report
     from heldout.report.inputs import same_input_warning
+    from heldout.report.reference import reference_movement
     from heldout.statistics.counts import pool_runs
+
+    if (reference_a is None) != (reference_b is None):
+        raise typer.BadParameter("give both --reference-a and --reference-b (one reference "
+                                 "checkpoint's run beside each arm), or neither")
 
     same = same_input_warning(base, candidate)
     setup = samples_cli.scoring(tasks, sandbox, timeout_s, memory_mb, workers, groups=groups)
@@ -282,10 +290,13 @@ def compare(
         [read_rollouts(candidate), *map(read_rollouts, rerun_b or [])])
     if same is not None:  # once the files read: a broken one is its own error, alone
         stderr.print(f"warning: {same}", markup=False, highlight=False, soft_wrap=True)
+    labels = setup.groups({base: base_table, candidate: candidate_table})
+    reference = None if reference_a is None else reference_movement(
+        read_rollouts(reference_a), read_rollouts(reference_b), base=base_table,
+        candidate=candidate_table, groups=labels)
     report = build_report(
         base_table, candidate_table,
-        groups=setup.groups({base: base_table, candidate: candidate_table}),
-        reruns=reruns,
+        groups=labels, reruns=reruns, reference=reference,
         base_name=base_name, candidate_name=candidate_name,
         sample=sample, allow_harness_mismatch=allow_harness_mismatch, target_effect=target_effect,
     )

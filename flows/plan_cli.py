@@ -93,6 +93,7 @@ def split_counts(root: Path, params: dict[str, Any]) -> tuple[dict[str, int], st
 def stage_work(root: Path, params: dict[str, Any], counts: dict[str, int]) -> list[StageWork]:
     from heldout.episodes.harness import Harness
     from stages.common import section
+    from stages.test import RerunsConfig
 
     harness = section(params, "harness", Harness)
     checkpoints = params.get("checkpoints") or {}
@@ -106,9 +107,10 @@ def stage_work(root: Path, params: dict[str, Any], counts: dict[str, int]) -> li
     arms = len(sweep.get("checkpoints") or []) + 1
     work.append(StageWork("sensitivity", None, settings * arms * val * sweep.get("n", 1),
                           harness.max_turns))
-    runs = max(1, (params.get("reruns") or {}).get("runs", 1))
-    base = params.get("base")
-    work.append(StageWork(f"test (2 arms x {runs} runs)", base, 2 * runs * test * harness.n,
+    reruns = section(params, "reruns", RerunsConfig)
+    base, per_run = params.get("base"), reruns.harness(harness).n
+    work.append(StageWork(f"test (2 arms x {reruns.runs} runs x {per_run} episodes)", base,
+                          2 * reruns.runs * test * per_run,
                           calls_each(checkpoints.get(base, {}), harness)))
     return work
 

@@ -28,6 +28,13 @@ RerunAOption = Annotated[list[Path] | None, typer.Option(
                       "test.")]
 RerunBOption = Annotated[list[Path] | None, typer.Option(
     "--rerun-b", help="Another run of B, paired with the --rerun-a of the same place.")]
+ReferenceAOption = Annotated[Path | None, typer.Option(
+    "--reference-a", help="A reference checkpoint's rollouts run beside A (turn about, or at "
+                          "the same time): with --reference-b, the drift control of arms that "
+                          "ran at different times; a claim must clear the reference's own "
+                          "movement between them.")]
+ReferenceBOption = Annotated[Path | None, typer.Option(
+    "--reference-b", help="The same reference checkpoint's rollouts run beside B.")]
 
 
 def _effect(value: float | None) -> float | None:

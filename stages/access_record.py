@@ -63,7 +63,7 @@ def read_reruns(root: Path) -> Reruns | None:
         return None
     scores = record["pass_at_1"]
     return Reruns(tuple(scores["base"]), tuple(scores["candidate"]),
-                  record.get("samples_per_run"))
+                  record.get("samples_per_run"), record.get("interleaved"))
 
 
 def file_digests(contents: dict[Path, bytes]) -> dict[str, str]:

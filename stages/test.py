@@ -41,6 +41,7 @@ from heldout.report.closing import closing_verdict
 from heldout.report.inputs import read_rollouts
 from heldout.statistics.counts import pool_runs
 from heldout.statistics.power import MIN_RUNS, too_few_runs
+from heldout.statistics.timing import interleaved, span
 from stages.access_record import (
     ARMS,
     TIMINGS,
@@ -87,8 +88,8 @@ class RerunsConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    runs: int = 0
-    episodes: int = Field(default=0, ge=0)
+    runs: int = 12
+    episodes: int = Field(default=2, ge=0)
 
     def harness(self, harness: Harness) -> Harness:
         """The harness each test run rolls out under: the params' own, at `episodes` per
@@ -106,10 +107,20 @@ class RerunsConfig(BaseModel):
     @field_validator("runs")
     @classmethod
     def _enough(cls, runs: int) -> int:
-        if runs != 0 and runs < MIN_RUNS:
-            raise ValueError(f"0 (no run-level drift measured) or at least {MIN_RUNS}: "
-                             + (too_few_runs(runs) or "one run measures no drift"))
+        if runs < MIN_RUNS:
+            raise ValueError(f"at least {MIN_RUNS}: " + (too_few_runs(runs) or (
+                "with one run of each arm the test access runs the base's episodes and then "
+                "the candidate's, and drift between those times is not controlled, so the "
+                "verdict could only be \"not decidable: the arms ran at different times\"")))
         return runs
+
+
+def runs_interleaved(base: list[pd.DataFrame], candidate: list[pd.DataFrame]) -> bool | None:
+    """Whether the arms' runs interleaved in time, or None where an episode (one resumed from
+    a cache older than its clock) does not say when it started."""
+    spans = [span(pd.concat([table["started_at"] for table in runs])) for runs in (base,
+                                                                                 candidate)]
+    return None if None in spans else interleaved(*spans)
 
 
 def not_in_a_sweep(experiment: str) -> str:
@@ -273,6 +284,8 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
                 if measured else None,
                 "samples_per_run": measured.samples_per_run if measured else None,
                 "episodes_per_run": reruns_config.harness(harness).n,
+                # From the episodes' clocks, which the rollout files leave out.
+                "interleaved": runs_interleaved(runs["base"], runs["candidate"]),
             }
             results = {RERUNS: json_bytes(rerun_record),
                        SEALED_TEST_EPISODES: seal(episodes_parquet(tables), test_key.public),

@@ -79,7 +79,7 @@ def _attempt_episode(agent: Agent, sandbox: Sandbox, harness: Harness, episode: 
     budgets = EpisodeBudgets.start(harness, task, clock)
     limits = budgets.execution
     environment = make_environment(task, sandbox, limits, harness.template, harness.tools)
-    started = clock()
+    started, started_at = clock(), time.time()
     outcome = yield from loop_steps(agent, environment, budgets, task, episode.sample,
                                     episode.seed)
     program = outcome.program
@@ -101,6 +101,7 @@ def _attempt_episode(agent: Agent, sandbox: Sandbox, harness: Harness, episode: 
         "trajectory": _json_column(
             "trajectory", lambda: stored_steps(outcome.trajectory(), program), built),
         "step_timings": _json_column("step_timings", outcome.timings, built),
+        "started_at": started_at,
     }
     row = safe_strings(row)
     problems = [*row_problems(row), *built]

@@ -47,11 +47,15 @@ ROW_COLUMNS = {
     "cost_usd": "float64",
     "trajectory": "string",
     "step_timings": "string",
+    # When the episode started, in seconds since the Unix epoch (UTC): whether two arms ran
+    # interleaved or one after the other (heldout.report.timing). Missing (NaN) in a row made
+    # before it was recorded, or imported from a file that does not say.
+    "started_at": "float64",
 }
-# Timings: the wall-clock columns and the judged program's CPU time (the time limit counts it,
-# and it too differs a little from one run to the next), the only columns two runs of the same
-# episodes may disagree on.
-TIMING_COLUMNS = ("agent_s", "exec_s", "exec_cpu_s", "step_timings")
+# Timings: the wall-clock columns (how long, and when), and the judged program's CPU time (the
+# time limit counts it, and it too differs a little from one run to the next), the only columns
+# two runs of the same episodes may disagree on.
+TIMING_COLUMNS = ("agent_s", "exec_s", "exec_cpu_s", "step_timings", "started_at")
 # Columns that hold what the agent wrote and was shown (test prompts, public-test output): the
 # test stage keeps them sealed and its rollout files leave them out.
 TEST_CONTENT_COLUMNS = ("completion", "trajectory")
@@ -139,6 +143,9 @@ MAX_TOKENS = 10**12
 INT_RANGES = {"sample": (0, INT64_MAX), "seed": (0, INT64_MAX), "tokens_in": (0, MAX_TOKENS),
               "tokens_out": (0, MAX_TOKENS), "turns": (0, INT64_MAX),
               "tool_calls": (0, INT64_MAX)}
+# Columns a row may lack: `checkpoint` (rollout_table adds it), `started_at` (rows cached or
+# imported before it was recorded: NaN, unknown).
+OPTIONAL_COLUMNS = ("checkpoint", "started_at")
 # The columns that say which episode a row is; an invalid row keeps them.
 IDENTITY_COLUMNS = ("task_id", "sample", "seed", "harness")
 _EXPECTED = {"string": "a string", "int64": "an integer", "float64": "a number",
@@ -147,13 +154,13 @@ _EXPECTED = {"string": "a string", "int64": "an integer", "float64": "a number",
 
 def row_problems(row: Mapping[str, Any]) -> list[str]:
     """What is wrong with a row, one message per field, in column order (empty: it is valid).
-    `checkpoint` may be absent (rollout_table adds it); other keys are ignored."""
+    The OPTIONAL_COLUMNS may be absent; other keys are ignored."""
     if not isinstance(row, Mapping):
         return [f"expected a row (an object), got {type(row).__name__}"]
     problems = []
     for column, dtype in ROW_COLUMNS.items():
         if column not in row:
-            if column != "checkpoint":
+            if column not in OPTIONAL_COLUMNS:
                 problems.append(f"field '{column}': missing")
             continue
         problem = _field_problem(column, dtype, row[column])

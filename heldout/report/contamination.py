@@ -25,6 +25,7 @@ from heldout.report.formatting import (
 )
 from heldout.report.inputs import Arm
 from heldout.report.sections import Contamination, FlaggedTask, PerArm, WithoutFlagged
+from heldout.statistics.intervals import Interval
 from heldout.statistics.power import Reruns
 
 
@@ -55,6 +56,7 @@ def contamination_section(
     reruns: Reruns | None,
     mismatch: str | None,
     seed: int,
+    reference: Interval | None = None,
 ) -> Contamination:
     """Flagged ids among the compared tasks are marked and left out of a second estimate;
     flagged ids that are no compared task change no number and are listed as such. An id the
@@ -70,7 +72,8 @@ def contamination_section(
     without = None
     if scored and keep.any():
         estimates = headline_estimates(arms.map(lambda arm: _only(arm, keep)), groups=groups,
-                                       reruns=reruns, mismatch=mismatch, seed=seed)
+                                       reruns=reruns, mismatch=mismatch, seed=seed,
+                                       reference=reference)
         without = WithoutFlagged(
             tasks=int(keep.sum()),
             pass_at_1=estimates.pass_at_1,

@@ -52,6 +52,7 @@ from heldout.statistics.decision import (
 )
 from heldout.statistics.estimators import pass_at_k, pass_hat_k
 from heldout.statistics.grouping import group_labels
+from heldout.statistics.intervals import Interval
 from heldout.statistics.power import Reruns
 from heldout.statistics.summary import CountsSummary
 
@@ -291,6 +292,15 @@ class Report:
         )
 
 
+def _reference_note(reference: Interval | None) -> list[str]:
+    if reference is None:
+        return []
+    return [f"Drift control: the reference checkpoint, run beside each arm, moved "
+            f"{100 * reference.estimate:+.1f} points (95% interval [{100 * reference.low:+.1f}, "
+            f"{100 * reference.high:+.1f}]) between the arms' times; a claim must clear that "
+            "interval."]
+
+
 def build_report(
     base: pd.DataFrame,
     candidate: pd.DataFrame,
@@ -304,6 +314,7 @@ def build_report(
     protocol: ProtocolCard | Mapping[str, Any] | None = None,
     decontamination: Decontamination | None = None,
     target_effect: float | None = None,
+    reference: Interval | None = None,
     seed: int = 0,
 ) -> Report:
     """The paired report of `candidate` against `base`, two rollout tables (heldout.episodes.episode
@@ -321,7 +332,9 @@ def build_report(
     (heldout.report.contamination): compared ones are marked, and pass@1 and the difference
     are also given without them; None (the default) says nothing about contamination.
     `target_effect`: the report also says how many tasks (or groups) it needs. Names default
-    to each table's `checkpoint`. `seed` seeds every bootstrap.
+    to each table's `checkpoint`. `reference`: a reference checkpoint's movement between the
+    arms' times, the drift control of arms that ran apart (heldout.statistics.timing). `seed`
+    seeds every bootstrap.
     """
     protocol_card = protocol_copy(protocol) if protocol is not None else None
     paired = pair_arms(base, candidate, names=(base_name, candidate_name), sample=sample,
@@ -333,11 +346,11 @@ def build_report(
         "the arms ran under different harnesses, so part of any difference may be the "
         "harness's")
     estimates = headline_estimates(arms, groups=groups, reruns=reruns,
-                                   mismatch=mismatch, seed=seed)
+                                   mismatch=mismatch, seed=seed, reference=reference)
     summaries, decision = estimates.summaries, estimates.decision
     contamination = None if decontamination is None else contamination_section(
         arms, decontamination, groups=groups, reruns=reruns, mismatch=mismatch,
-        seed=seed)
+        seed=seed, reference=reference)
     flips = _flips(arms, groups, contamination)
     beneath = beneath_section(arms, summaries, flips.tasks)
     warnings = [] if harness.match else [_mismatch_note(harness, names)]
@@ -355,6 +368,7 @@ def build_report(
         reason=reason_words(decision),
         warnings=warnings,
         notes=([support_words(decision, protocol_card)]
+               + _reference_note(reference)
                + _exact_bound_notes(arms, summaries, decision)
                + _context_notes(names, paired.tasks, beneath)),
     )

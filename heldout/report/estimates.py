@@ -17,6 +17,12 @@ from heldout.statistics.grouping import group_labels
 from heldout.statistics.intervals import Interval
 from heldout.statistics.power import Reruns
 from heldout.statistics.summary import CountsSummary, summarize_counts
+from heldout.statistics.timing import Timing, arms_timing
+
+# The test stage runs run r of the base, then run r of the candidate, turn about; when its own
+# record says otherwise, the arms' runs did not interleave.
+TEST_RUNS_APART = ("the test access ran the arms' runs one after the other, not turn about: "
+                   "drift between them is not controlled")
 
 
 @dataclass(frozen=True)
@@ -28,8 +34,10 @@ class HeadlineEstimates:
 
 def headline_estimates(
     arms: PerArm[Arm], *, groups: Mapping[str, str] | None,
-    reruns: Reruns | None, mismatch: str | None, seed: int
+    reruns: Reruns | None, mismatch: str | None, seed: int, reference: Interval | None = None
 ) -> HeadlineEstimates:
+    """`reference`: a reference checkpoint's movement between the arms' times (its run beside
+    the candidate minus its run beside the base), the drift control of arms run apart."""
     labels = group_labels(arms.base.counts.index, groups)
     summaries = arms.map(lambda arm: summarize_counts(
         arm.counts["c"].to_numpy(), arm.counts["n"].to_numpy(), [1], groups=labels, seed=seed))
@@ -57,8 +65,17 @@ def headline_estimates(
         groups=labels, truncation=tuple(truncation_rate(arm) for arm in arms),
         task_truncation=tuple((arm.counts["truncations"] / arm.counts["n"]).to_numpy(float)
                               for arm in arms),
-        reruns=reruns, run_differences=run_differences, mismatch=mismatch, seed=seed)
+        reruns=reruns, run_differences=run_differences, mismatch=mismatch,
+        timing=arms_time(arms, reruns, reference), seed=seed)
     return HeadlineEstimates(summaries, pass_at_1, decision)
+
+
+def arms_time(arms: PerArm[Arm], reruns: Reruns | None, reference: Interval | None) -> Timing:
+    """When the arms ran: the test stage's record where it made one, else the rows' own."""
+    if reruns is not None and reruns.interleaved is not None:
+        return Timing(apart=None if reruns.interleaved else TEST_RUNS_APART)
+    return arms_timing(arms.base.span, arms.candidate.span,
+                       names=(arms.base.name, arms.candidate.name), reference=reference)
 
 
 def truncation_rate(arm: Arm) -> float:

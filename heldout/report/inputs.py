@@ -18,6 +18,7 @@ from heldout.statistics.counts import (
     IncomparableRolloutsError,
     per_task_counts,
 )
+from heldout.statistics.timing import Span, span
 
 REQUIRED_COLUMNS = ("task_id", "sample", "harness", "passed", "status")
 
@@ -36,6 +37,7 @@ class Arm:
     at_sample: np.ndarray  # per task: did the episode at the exact test's sample index pass?
     # per episode of the compared tasks: task_id, sample and whether it passed (an error fails)
     episodes: pd.DataFrame | None = None
+    span: Span | None = None  # when its episodes started; None: not recorded
 
     @property
     def rates(self) -> np.ndarray:
@@ -260,6 +262,11 @@ def _match_tasks(
     return common, tasks
 
 
+def read_span(table: pd.DataFrame) -> Span | None:
+    """When a rollout table's episodes started, or None where its rows do not say."""
+    return span(table["started_at"]) if "started_at" in table.columns else None
+
+
 @dataclass(frozen=True)
 class PairedArms:
     arms: PerArm[Arm]
@@ -284,7 +291,7 @@ def pair_arms(
     task_ids, tasks = _match_tasks(counts, arm_names)
     arms = (
         Arm(name, table_counts.loc[task_ids], _passes_at_sample(table, sample, task_ids, name),
-            _compared_episodes(table, task_ids))
+            _compared_episodes(table, task_ids), read_span(table))
         for name, table_counts, table in zip(arm_names, counts, tables, strict=True)
     )
     return PairedArms(PerArm(*arms), tasks, harness)

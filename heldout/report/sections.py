@@ -13,6 +13,7 @@ from heldout.statistics.decision import Decision, Support
 from heldout.statistics.intervals import Interval
 from heldout.statistics.paired_tests import McNemarResult, PermutationTest
 from heldout.statistics.power import DesignEffect, RunDrift
+from heldout.statistics.timing import Timing
 
 ROLES = ("base", "candidate")
 T = TypeVar("T")
@@ -55,8 +56,7 @@ class _FlatRecord:
         return cls(**data)
 
 
-# --------------------------------------------------------------------------------------------
-# Tasks and harness: what was compared
+# --- Tasks and harness: what was compared --------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -108,8 +108,7 @@ class Harness:
         return cls(data["match"], PerArm.from_json(data))
 
 
-# --------------------------------------------------------------------------------------------
-# Headline and flips
+# --- Headline and flips --------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -139,6 +138,7 @@ class Headline:
                         "truncation_p": decision.support.truncation_p and list(
                             decision.support.truncation_p)},
             "mismatch": decision.mismatch,
+            "timing": decision.timing and decision.timing.to_json(),
             "gates": [asdict(gate) for gate in decision.gates],
             "verdict": decision.verdict,
             "rule": self.rule,
@@ -156,7 +156,7 @@ class Headline:
         decision = Decision(Interval.from_json(data["difference"]),
                             PermutationTest(**data["test"]), McNemarResult(**mcnemar),
                             None if drift is None else RunDrift(**drift), Support(**support),
-                            data["mismatch"])
+                            data["mismatch"], Timing.from_json(data.get("timing")))
         if decision.verdict != data["verdict"]:
             raise ValueError(f"headline: the verdict {data['verdict']!r} is not what the rule "
                              f"gives for its own numbers ({decision.verdict!r})")
@@ -201,8 +201,7 @@ class Flips:
                    [TaskFlip.from_json(row) for row in data["tasks"]], data.get("tied", 0))
 
 
-# --------------------------------------------------------------------------------------------
-# pass@k and pass^k curves
+# --- pass@k and pass^k curves --------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -258,8 +257,7 @@ class Curve:
                    [Crossing.from_json(crossing) for crossing in data["crossings"]])
 
 
-# --------------------------------------------------------------------------------------------
-# Power and what lies beneath the mean
+# --- Power and what lies beneath the mean --------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -341,8 +339,7 @@ class Beneath:
                    None if groups is None else [GroupRow.from_json(group) for group in groups])
 
 
-# --------------------------------------------------------------------------------------------
-# Contamination: what decontamination found about the compared tasks
+# --- Contamination: what decontamination found about the compared tasks --------------------
 
 
 @dataclass(frozen=True)

@@ -70,6 +70,7 @@ from heldout.statistics.rule import (
     shares,
 )
 from heldout.statistics.studentized import studentized_test
+from heldout.statistics.timing import Timing, clears_reference
 from heldout.statistics.truncation import truncates_more
 
 BETTER, WORSE, NO_DIFFERENCE = "better", "worse", "no difference detected"
@@ -77,14 +78,20 @@ NOT_DECIDABLE = "not decidable"
 # Gates that hold the verdict at "no difference detected", in the order the rule checks them.
 TEST_DOES_NOT_REJECT = "the paired test does not reject"
 INTERVAL_INCLUDES_ZERO = "interval includes 0"
+REFERENCE_NOT_CLEARED = "the reference moved as much"
 # Gates that void the comparison ("not decidable").
 TOO_FEW_UNITS = "too few tasks or groups"
 HARDEN_THE_SET = "harden the set"
 TRUNCATION_IMBALANCE = "one arm truncated far more"
 NOT_COMPARABLE = "not comparable"
 EPISODES_DIFFER = "the arms ran different episodes per task"
+ARMS_APART = "the arms ran at different times"
 # Gates that only warn: the verdict stands, with the caveat beside it.
 FEW_FAILURE_CAPABLE = "few tasks either arm fails"
+TIMES_UNKNOWN = "when the arms ran is not recorded"
+# Voiding gates a significant "worse" is not reported through: drift or a different harness
+# can make a loss as easily as a gain.
+VOIDS_HARM_TOO = (NOT_COMPARABLE, ARMS_APART)
 
 
 @dataclass(frozen=True)
@@ -133,7 +140,9 @@ class Decision:
         the candidate). drift: how far the difference moved between the paired runs of both
         arms (RunDrift), carried in the test and the interval, or None. support: the
         tasks, groups, ties and power the verdict rests on. mismatch: why the arms are not
-        comparable (different harnesses), or None.
+        comparable (different harnesses), or None. timing: when the arms ran and what
+        controls the drift between those times (heldout.statistics.timing), or None: not
+        asked.
     """
 
     difference: Interval
@@ -142,6 +151,7 @@ class Decision:
     drift: RunDrift | None
     support: Support
     mismatch: str | None = None
+    timing: Timing | None = None
 
     @property
     def claim(self) -> str:
@@ -160,7 +170,7 @@ class Decision:
     @property
     def verdict(self) -> str:
         voiding = [gate for gate in self.gates if gate.voids]
-        harm = self.claim == WORSE and all(gate.name != NOT_COMPARABLE for gate in voiding)
+        harm = self.claim == WORSE and all(gate.name not in VOIDS_HARM_TOO for gate in voiding)
         if voiding and not harm:
             return f"{NOT_DECIDABLE}: {voiding[0].message}"
         return self.claim
@@ -179,21 +189,32 @@ class Decision:
                               f"{self.test.printed_p_value} > {alpha_text(ALPHA)}", False))
         if self.difference.low <= 0 <= self.difference.high:
             fired.append(Gate(INTERVAL_INCLUDES_ZERO, "the interval includes 0", False))
+        reference = self.timing.reference if self.timing is not None else None
+        if reference is not None and not clears_reference(self.difference, reference):
+            fired.append(Gate(REFERENCE_NOT_CLEARED, (
+                f"the reference checkpoint moved {100 * reference.estimate:+.1f} points "
+                f"[{100 * reference.low:+.1f}, {100 * reference.high:+.1f}] between the arms' "
+                f"times, and the interval [{100 * self.difference.low:+.1f}, "
+                f"{100 * self.difference.high:+.1f}] does not clear it"), False))
         return fired
 
     def _warning_gates(self) -> list[Gate]:
-        capable = self.support.failure_capable
+        capable, fired = self.support.failure_capable, []
         if WARN_FAILURE_CAPABLE <= capable < MIN_FAILURE_CAPABLE:
-            return [Gate(FEW_FAILURE_CAPABLE, (
+            fired.append(Gate(FEW_FAILURE_CAPABLE, (
                 f"only {capable} tasks that either arm ever fails (fewer than "
                 f"{MIN_FAILURE_CAPABLE}): the verdict rests on few tasks that can move"),
-                False, warns=True)]
-        return []
+                False, warns=True))
+        if self.timing is not None and self.timing.unknown:
+            fired.append(Gate(TIMES_UNKNOWN, self.timing.unknown, False, warns=True))
+        return fired
 
     def _voiding_gates(self) -> list[Gate]:
         support, fired = self.support, []
         if self.mismatch:
             fired.append(Gate(NOT_COMPARABLE, self.mismatch, True))
+        if self.timing is not None and self.timing.apart:
+            fired.append(Gate(ARMS_APART, self.timing.apart, True))
         if support.episodes_differ:
             fired.append(Gate(EPISODES_DIFFER, support.episodes_differ, True))
         if min(support.tasks, support.groups) < MIN_UNITS:
@@ -237,6 +258,7 @@ def decide(
     run_differences: ArrayLike | None = None,
     mismatch: str | None = None,
     episodes_differ: str | None = None,
+    timing: Timing | None = None,
     seed: int | None = 0,
 ) -> Decision:
     """Decide the candidate against the base on the same tasks, given in the same order.
@@ -259,7 +281,9 @@ def decide(
     the tasks' spread both hold is counted once (RunDrift.noise); None counts it twice.
     mismatch: why the arms are not comparable, or None. episodes_differ: why the arms'
     episodes per task differ, the rates given being over the episodes both ran: a gate that
-    voids a gain and lets a significant harm through, or None. `seed` seeds the resampling.
+    voids a gain and lets a significant harm through, or None. timing: when the arms ran
+    (heldout.statistics.timing): apart voids better and worse alike, a reference's movement
+    must be cleared, unknown is a caveat; or None. `seed` seeds the resampling.
     """
     base, candidate = np.asarray(base, dtype=float), np.asarray(candidate, dtype=float)
     base_passed = np.asarray(base_passed, dtype=bool)
@@ -320,7 +344,7 @@ def decide(
                            groups=by_groups)),
         episodes_differ=episodes_differ,
     )
-    return Decision(difference, test, mcnemar_exact(b, c), drift, support, mismatch)
+    return Decision(difference, test, mcnemar_exact(b, c), drift, support, mismatch, timing)
 
 
 def _noise(drift: RunDrift | None) -> float:

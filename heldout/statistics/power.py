@@ -53,11 +53,14 @@ class Reruns:
     arms' own episodes). base, candidate: each run's pass@1, in run order. samples_per_run:
     how the pooled rollouts number them (run r's samples are r·samples_per_run onward,
     heldout.statistics.counts.pool_runs), so that each task's rate in each run can be read
-    back; None where only the runs' pass@1 were recorded."""
+    back; None where only the runs' pass@1 were recorded. interleaved: whether the arms' runs
+    interleaved in time, as the test stage recorded it from its episodes' clocks (its rollout
+    files leave the clocks out), or None: the rows' own `started_at` say."""
 
     base: tuple[float, ...]
     candidate: tuple[float, ...]
     samples_per_run: int | None = None
+    interleaved: bool | None = None
 
 
 @dataclass(frozen=True)

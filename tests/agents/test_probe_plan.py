@@ -98,3 +98,7 @@ def test_plan_counts_what_the_resume_cache_holds(tmp_path, monkeypatch):
     manifest = yaml.safe_load((project / "data/split/manifest.json").read_text())
     assert f"{manifest['counts']['val']} val and {manifest['counts']['test']} test" in (
         planned.stdout)
+    # The test access as params.reruns runs it: 2 arms × 4 runs × the harness's 3 episodes.
+    test_row = next(line for line in planned.stdout.splitlines()
+                    if "test (2 arms x 4 runs x 3 episodes)" in line)
+    assert f"{2 * 4 * manifest['counts']['test'] * 3:,}" in test_row

@@ -62,7 +62,7 @@ def test_a_teammate_pulls_the_results_and_runs_nothing(tmp_path: Path, team_env)
     shutil.copy2(REPO / ".dvcignore", origin / ".dvcignore")
     # A team's setup: one ledger store and one MLflow store for both clones, one DVC remote.
     store = tmp_path / "team-ledger.sqlite"
-    configure_small_project(origin, tasks=30, n=2, reruns={"runs": 0},
+    configure_small_project(origin, tasks=30, n=2, reruns={"runs": 4, "episodes": 1},
                             sensitivity={"fields": {"max_turns": [3]}},
                             custody={"ledger_url": f"sqlite:///{store}"})
     env = team_env

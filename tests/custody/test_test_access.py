@@ -355,6 +355,13 @@ def test_both_arms_rerun_under_paired_seeds_inside_the_one_access(project: Path)
     assert drift["run_sd"] == pytest.approx(float(np.std(differences, ddof=1)), abs=1e-12)
     # The runs' per-task rates were read back from the pooled file: the noise is netted.
     assert reruns["samples_per_run"] == harness_n and drift["noise"] > 0
+    # Run r of the base, then run r of the candidate: the episodes' clocks interleave, and
+    # the report, whose rollout files leave the clocks out, takes the access's word for it.
+    assert reruns["interleaved"] is True
+    timings = pd.read_parquet(project / "data/test/timings.parquet")
+    assert timings["started_at"].notna().all()
+    assert report_stage.run(project)["headline"]["timing"] == {"apart": None, "unknown": None,
+                                                               "reference": None}
 
 
 def test_the_runs_can_hold_fewer_episodes_than_the_harness(project: Path):
@@ -380,7 +387,17 @@ def test_reruns_arm_is_refused_with_what_changed(project: Path):
 
 def test_two_runs_are_not_enough_to_measure_drift(project: Path):
     set_params(project, "reruns", runs=2)
-    with pytest.raises(ParamsError, match=r"reruns.runs: .*0 \(no run-level drift measured\) or "
-                                          "at least 4: 2 paired runs of each arm"):
+    with pytest.raises(ParamsError, match=r"reruns.runs: .*at least 4: 2 paired runs of each "
+                                          "arm"):
+        test_stage.run(project)
+    assert outcomes(project) == []
+
+
+@pytest.mark.parametrize("runs", [0, 1])
+def test_one_run_of_each_arm_is_refused_as_run_apart(project: Path, runs: int):
+    # One run each: the base's episodes, then the candidate's, with no drift control.
+    set_params(project, "reruns", runs=runs)
+    with pytest.raises(ParamsError, match=r"reruns.runs: .*at least 4: with one run of each "
+                                          "arm .* the arms ran at different times"):
         test_stage.run(project)
     assert outcomes(project) == []

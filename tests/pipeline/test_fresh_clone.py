@@ -69,7 +69,7 @@ def fresh_env(tmp_path: Path) -> dict[str, str]:
 def test_a_fresh_clone_runs_clean_and_a_commit_of_its_run_is_up_to_date(tmp_path: Path,
                                                                          fresh_env):
     origin = copy_project(tmp_path / "origin")
-    configure_small_project(origin, tasks=30, n=2, reruns={"runs": 0},
+    configure_small_project(origin, tasks=30, n=2, reruns={"runs": 4, "episodes": 1},
                             sensitivity={"fields": {"max_turns": [3]}})
     for cmd in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "init"]):
         ok(cmd, origin, fresh_env)

@@ -34,15 +34,21 @@ HARNESS = "a" * 64
 OTHER_HARNESS = "b" * 64
 
 
+STARTED_AT = 1_796_000_000.0  # 2026-11-30 00:53:20 UTC
+
+
 def rollouts(
     checkpoint: str,
     outcomes: Mapping[str, Sequence[bool]],
     *,
     harness: str = HARNESS,
     statuses: Mapping[tuple[str, int], str] | None = None,
+    started_at: float | None = STARTED_AT,
 ) -> pd.DataFrame:
     """A rollout table: outcomes[task][sample] is whether that episode passed; `statuses`
-    overrides the status of chosen (task, sample) episodes (default "ok")."""
+    overrides the status of chosen (task, sample) episodes (default "ok"). Its episodes start
+    evenly over the hour from `started_at`, so two tables ran at the same times (both arms
+    at once); None: the rows do not say when."""
     statuses = statuses or {}
     rows = [
         {
@@ -56,6 +62,9 @@ def rollouts(
         for task, episodes in outcomes.items()
         for sample, passed in enumerate(episodes)
     ]
+    if started_at is not None:
+        rows = [{**row, "started_at": started_at + 3600 * number / len(rows)}
+                for number, row in enumerate(rows)]
     return rollout_table(checkpoint, rows)
 
 

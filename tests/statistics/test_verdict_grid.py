@@ -23,6 +23,8 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 import pytest
 
+from stages.test import RerunsConfig
+from tests.drifting_server import designs, replicate
 from tests.skewed_nulls import Cell, Narrowing
 
 pytestmark = pytest.mark.slow
@@ -30,7 +32,8 @@ pytestmark = pytest.mark.slow
 REPLICATIONS = int(os.environ.get("HELDOUT_GRID_REPLICATIONS", "2000"))
 FALSE_BETTER_BOUND = 0.025 + 2.6 * math.sqrt(0.025 * 0.975 / REPLICATIONS)
 MIN_COVERAGE = 0.93
-RUNS = 4  # paired runs of each arm, as params.reruns.runs
+# The test access's default design (params.reruns): paired runs of each arm, episodes in each.
+RUNS, RUN_EPISODES = RerunsConfig().runs, RerunsConfig().episodes
 WORKERS = min(2, os.cpu_count() or 1)
 ASYMMETRIC = {"U Beta(.3,.3), 10% lose 80%": Narrowing(0.3, 0.3, 0.10, 0.8),
               "skew Beta(.4,3), 10% lose 80%": Narrowing(0.4, 3.0, 0.10, 0.8),
@@ -83,10 +86,12 @@ def label(cell: Cell, name: str) -> str:
 
 @pytest.mark.parametrize("population", list(ASYMMETRIC))
 def test_asymmetric_nulls_hold_their_size(population: str):
-    # At 164 tasks the paired runs of both arms (no drift) also decide, as the pipeline does.
-    cells = [Cell(ASYMMETRIC[population], n_tasks, n, crn, REPLICATIONS,
-                  reruns=RUNS if n_tasks == 164 else 0)
+    # One run of each arm at n = 1, 5, 10 (`heldout compare`), and at 164 tasks also the
+    # pipeline's default design: the paired runs of both arms (no drift) pooled.
+    cells = [Cell(ASYMMETRIC[population], n_tasks, n, crn, REPLICATIONS)
              for n_tasks in (30, 50, 164) for n in (1, 5, 10) for crn in (True, False)]
+    cells += [Cell(ASYMMETRIC[population], 164, RUN_EPISODES, crn, REPLICATIONS, reruns=RUNS)
+              for crn in (True, False)]
     results = run({label(cell, population): cell for cell in cells})
     assert null_shortfalls(results) == []
 
@@ -110,7 +115,7 @@ def test_grouped_nulls_hold_their_size_when_the_groups_are_given():
 
 
 def test_run_level_drift_is_held_by_the_reruns():
-    cells = [Cell(UNIFORM, 164, 10, crn, REPLICATIONS, drift=tau, reruns=RUNS)
+    cells = [Cell(UNIFORM, 164, RUN_EPISODES, crn, REPLICATIONS, drift=tau, reruns=RUNS)
              for tau in (0.1, 0.3) for crn in (True, False)]
     results = run({label(cell, f"identical, drift τ = {cell.drift}"): cell for cell in cells})
     # Without the reruns no test can see the drift: held to no bar, shown for contrast.
@@ -132,8 +137,8 @@ def test_power_and_harm():
     for effect in (0.05, 0.10):
         for uneven in (False, True):
             for crn in (True, False):
-                cell = Cell(UNIFORM, 164, 10, crn, REPLICATIONS, shift=effect, reruns=RUNS,
-                            uneven=uneven)
+                cell = Cell(UNIFORM, 164, RUN_EPISODES, crn, REPLICATIONS, shift=effect,
+                            reruns=RUNS, uneven=uneven)
                 cells[label(cell, f"+{effect:.2f} {'uneven' if uneven else 'uniform'}")] = cell
     for share in (0.03, 0.06):
         for crn in (True, False):
@@ -174,3 +179,23 @@ def test_the_generators_draw_what_they_say():
     base, candidate = runs.draws()
     assert len(base) == len(candidate) == 3 and base[0].shape == (2, 50, 4)
     assert not np.array_equal(base[0], base[1])
+
+
+def test_a_server_drifting_in_time_is_held():
+    # tests/drifting_server.py: random walks with the runs turn about, at once or blocked
+    # (with and without a reference beside each arm), per-run shifts, per task-and-run shocks
+    # and an outage. Every null cell's verdict holds both one-sided bounds; the power cells
+    # are printed for the cost of a reference.
+    cells = designs()
+    with ProcessPoolExecutor(WORKERS) as pool:
+        results = list(pool.map(replicate, cells, [REPLICATIONS] * len(cells)))
+    print(f"\n{REPLICATIONS:,} replications a cell; bound {FALSE_BETTER_BOUND:.4f}")
+    failures = []
+    for design, rates in zip(cells, results, strict=True):
+        print(f"N = {design.tasks:>3} {design.name:<48} claim better {rates['claim better']:.4f}"
+              f" worse {rates['claim worse']:.4f}  verdict better {rates['better']:.4f} "
+              f"worse {rates['worse']:.4f}", flush=True)
+        if not design.effect:
+            failures += [f"N = {design.tasks} {design.name}: verdict {side} {rates[side]:.4f}"
+                         for side in ("better", "worse") if rates[side] > FALSE_BETTER_BOUND]
+    assert failures == [], "\n".join(failures)
