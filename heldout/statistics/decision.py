@@ -42,7 +42,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from heldout.statistics.betting import betting_detectable, betting_interval
+from heldout.statistics.betting import betting_detectable
+from heldout.statistics.deciding_test import noise, skew_robust
 from heldout.statistics.intervals import Interval
 from heldout.statistics.paired_tests import (
     McNemarResult,
@@ -55,21 +56,18 @@ from heldout.statistics.power import Reruns, RunDrift, run_drift, verdict_mde
 from heldout.statistics.pvalues import alpha_text
 from heldout.statistics.rule import (
     ALPHA,
-    BETTING_BELOW,
     CONFIDENCE,
-    DIFFERING_BELOW,
     MIN_FAILURE_CAPABLE,
     MIN_UNITS,
     POWER,
     TRUNCATION_FLOOR,
     TRUNCATION_RATIO,
     WARN_FAILURE_CAPABLE,
-    betting_decides,
     critical_value,
     run_variance,
     shares,
+    units_for,
 )
-from heldout.statistics.studentized import studentized_test
 from heldout.statistics.timing import Timing, clears_reference
 from heldout.statistics.truncation import truncates_more
 
@@ -124,6 +122,9 @@ class Support:
     # why the arms' episodes per task differ (the verdict then rests on the episodes both
     # ran), or None
     episodes_differ: str | None = None
+    # below MIN_UNITS: the tasks or groups the difference measured would need at the spread
+    # seen (rule.units_for), or None
+    units_needed: int | None = None
 
     @property
     def failure_capable(self) -> int:
@@ -220,7 +221,12 @@ class Decision:
         if min(support.tasks, support.groups) < MIN_UNITS:
             fired.append(Gate(TOO_FEW_UNITS, (
                 f"{support.tasks} tasks in {support.groups} groups, fewer than {MIN_UNITS}: "
-                "add tasks, not episodes"), True))
+                "add tasks, not episodes" + (
+                    "" if support.units_needed is None else
+                    f" (at the spread seen, a difference of "
+                    f"{100 * abs(self.difference.estimate):.1f} points is found in "
+                    f"{POWER:.0%} of runs with about {max(support.units_needed, MIN_UNITS)} "
+                    "tasks or groups)")), True))
         ceiling = 1 - support.base_pass_at_1
         if support.failure_capable < WARN_FAILURE_CAPABLE:
             fired.append(Gate(HARDEN_THE_SET, (
@@ -308,8 +314,8 @@ def decide(
         difference = paired_score_interval(b, c, base.size, CONFIDENCE,
                                            both=int(np.sum(base_passed & candidate_passed)))
     else:
-        test, difference, betting_decided = _skew_robust(candidate - base, signs, by_groups,
-                                                       drift, seed)
+        test, difference, betting_decided = skew_robust(candidate - base, signs, by_groups,
+                                                      drift, seed)
     # The MDE's units are the test's: groups when the tasks come in groups.
     differences = candidate - base
     if grouped:
@@ -317,7 +323,7 @@ def decide(
         differences = np.bincount(index, differences) / np.bincount(index)
     # A unit's sd net of the episodes' noise the runs' variance carries (RunDrift.noise): the
     # MDE and the units an effect needs count it once, as the test does.
-    sd = math.sqrt(max(float(differences.var(ddof=1)) - differences.size * _noise(drift), 0.0)
+    sd = math.sqrt(max(float(differences.var(ddof=1)) - differences.size * noise(drift), 0.0)
                    ) if differences.size > 1 else 0.0
     mde = verdict_mde(sd, int(differences.size), run_variance(drift), critical_value(
         shares(sd, differences.size, drift)), POWER) if sd > 0 or run_variance(drift) > 0 \
@@ -343,54 +349,8 @@ def decide(
             truncates_more(task_truncation[1], task_truncation[0], ratio=TRUNCATION_RATIO,
                            groups=by_groups)),
         episodes_differ=episodes_differ,
+        units_needed=units_for(abs(difference.estimate), sd, drift,
+                               signs.nonzero_units / max(1, signs.units))
+        if differences.size < MIN_UNITS and sd > 0 and difference.estimate != 0 else None,
     )
     return Decision(difference, test, mcnemar_exact(b, c), drift, support, mismatch, timing)
-
-
-def _noise(drift: RunDrift | None) -> float:
-    """The episodes' noise the runs' variance carries, taken out of the units' part."""
-    return drift.noise if drift is not None else 0.0
-
-
-def _skew_robust(differences: np.ndarray, signs: PermutationTest, groups: np.ndarray | None,
-                 drift: RunDrift | None, seed: int | None
-                 ) -> tuple[PermutationTest, Interval, bool]:
-    """The intersection-union test of the bootstrap-t and the sign-flip test and, where
-    betting_decides, the hedged-capital betting test; its interval (the bootstrap-t's, widened
-    to the betting interval where betting decides); and whether the betting test decided.
-    p is the largest of the tests' p-values, so the p printed is
-    the deciding procedure's, and it rejects exactly when its interval excludes 0."""
-    studentized = studentized_test(differences, groups=groups, confidence=CONFIDENCE,
-                                   drift_variance=run_variance(drift),
-                                   drift_df=drift.df if drift is not None else math.inf,
-                                   noise_variance=_noise(drift), seed=seed)
-    # The p reported is one of the tests', written with that one's resolution.
-    candidates = [(studentized.p_value, studentized.resamples, studentized.p_floor,
-                   studentized.method),
-                  (signs.p_value, signs.draws, signs.floor, signs.method)]
-    difference, betting_decided = studentized.interval, False
-    if betting_decides(studentized.units, signs.nonzero_units):
-        betting = betting_interval(differences, groups=groups, confidence=CONFIDENCE,
-                                   seed=seed)
-        why = _why_betting(studentized.units, signs.nonzero_units)
-        candidates.append((betting.p_value, None, 0.0, f"{betting.interval.method} ({why})"))
-        low = min(difference.low, betting.interval.low)
-        high = max(difference.high, betting.interval.high)
-        betting_decided = True
-        if (low, high) != (difference.low, difference.high):
-            difference = Interval(difference.estimate, low, high,
-                                  f"{difference.method}, widened to the "
-                                  f"{betting.interval.method} ({why})")
-    p_value, draws, floor, _ = max(candidates, key=lambda candidate: candidate[0])
-    methods = [candidate[3] for candidate in candidates]
-    test = PermutationTest(
-        signs.statistic, p_value, signs.units, signs.nonzero_units, draws is None, draws,
-        f"{', '.join(methods[:-1])} and {methods[-1]}, all rejecting (p the largest)",
-        bool(p_value <= ALPHA), floor)
-    return test, difference, betting_decided
-
-
-def _why_betting(units: int, differing: int) -> str:
-    if units < BETTING_BELOW:
-        return f"fewer than {BETTING_BELOW} units"
-    return f"{differing} of {units} units differ, fewer than {DIFFERING_BELOW}"

@@ -295,7 +295,9 @@ def truncated_base() -> Report:
      NO_DIFFERENCE, [TEST_DOES_NOT_REJECT, INTERVAL_INCLUDES_ZERO]),
     (lambda: build_report(rollouts("base", passing(20, range(5))),
                           rollouts("fixed", passing(20, range(8)))),
-     "not decidable: 20 tasks in 20 groups, fewer than 30: add tasks, not episodes",
+     "not decidable: 20 tasks in 20 groups, fewer than 30: add tasks, not episodes (at the "
+     "spread seen, a difference of 15.0 points is found in 80% of runs with about 79 tasks "
+     "or groups)",
      [TOO_FEW_UNITS, HARDEN_THE_SET, TEST_DOES_NOT_REJECT, INTERVAL_INCLUDES_ZERO]),
     (mismatched_harness, "not decidable: the arms ran under different harnesses, so part of "
                          "any difference may be the harness's", [NOT_COMPARABLE]),

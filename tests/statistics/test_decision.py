@@ -215,6 +215,21 @@ def test_too_few_tasks_void_the_verdict_whatever_the_statistics_say():
                                 "tasks, not episodes")
 
 
+def test_too_few_tasks_say_what_size_would_decide():
+    # 20 tasks: 6 the candidate fixes, 1 it breaks. The gate names the tasks this difference
+    # needs at this spread; the same mix at that many tasks is decided.
+    base, candidate = passes(20, range(6, 13)), passes(20, range(0, 12))
+    decision = decide_on(base, candidate)
+    needed = decision.support.units_needed
+    assert needed is not None and needed > 30
+    assert decision.verdict == (
+        "not decidable: 20 tasks in 20 groups, fewer than 30: add tasks, not episodes (at "
+        f"the spread seen, a difference of 25.0 points is found in 80% of runs with about "
+        f"{needed} tasks or groups)")
+    copies = -(-needed // 20)
+    assert decide_on(np.tile(base, copies), np.tile(candidate, copies)).verdict == BETTER
+
+
 def test_groups_are_the_units_when_tasks_come_in_groups():
     base = passes(10, range(3)).astype(float)
     candidate = passes(10, range(8)).astype(float)
@@ -234,7 +249,8 @@ def test_groups_are_the_units_when_tasks_come_in_groups():
     assert (decision.difference.low, decision.difference.high) == (betting.low, betting.high)
     assert decision.difference.low < 0 and decision.difference.high == 1.0
     assert decision.verdict == ("not decidable: 10 tasks in 2 groups, fewer than 30: add "
-                                "tasks, not episodes")
+                                "tasks, not episodes (at the spread seen, a difference of 50.0 "
+                                "points is found in 80% of runs with about 30 tasks or groups)")
 
 
 def test_a_set_too_easy_to_fail_says_harden_the_set():
