@@ -7,9 +7,9 @@ from pathlib import Path
 
 from heldout.files import StagedOutputs, json_bytes, staged_outputs
 from heldout.report.core import Report
-from heldout.report.document import Document, report_document
+from heldout.report.document import report_document
 from heldout.report.figures import draw_figures
-from heldout.report.render import figure_path, render_html, render_markdown
+from heldout.report.render import figure_path, markdown_block, render_html, render_markdown
 
 
 def stage_report(report: Report, out_dir: Path, outputs: StagedOutputs) -> list[Path]:
@@ -36,6 +36,8 @@ def write_report(report: Report, out_dir: Path) -> list[Path]:
 
 
 def headline_markdown(report: Report) -> str:
-    """The headline section alone, as Markdown (what `heldout compare` prints)."""
-    document = report_document(report, figures=())
-    return render_markdown(Document(document.title, document.sections[:1]))
+    """The headline section alone, as Markdown, for a terminal (what `heldout compare` and the
+    report stage print): the verdict line first, as it is, then the rest of the section."""
+    headline = report_document(report, figures=()).sections[0]
+    verdict, *rest = headline.blocks
+    return "\n\n".join([verdict.text, *("\n".join(markdown_block(block)) for block in rest)])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 from collections.abc import Mapping
 
 from heldout.report.document import Block, Document, Figure, Paragraph, Subheading, Table
@@ -24,7 +25,7 @@ def _markdown_cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def _markdown_block(block: Block) -> list[str]:
+def markdown_block(block: Block) -> list[str]:
     match block:
         case Paragraph(text, "verdict"):
             return [f"**{text}**"]
@@ -52,7 +53,7 @@ def render_markdown(document: Document) -> str:
     for section in document.sections:
         lines += [f"## {section.title}", ""]
         for block in section.blocks:
-            lines += [*_markdown_block(block), ""]
+            lines += [*markdown_block(block), ""]
     return "\n".join(lines)
 
 
@@ -62,7 +63,7 @@ def render_markdown(document: Document) -> str:
 STYLE = """
 body { font: 15px/1.5 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1b1f24;
        margin: 0; background: #f6f7f9; }
-main { max-width: 1040px; margin: 0 auto; padding: 24px 32px 64px; background: #fff; }
+main { max-width: 1200px; margin: 0 auto; padding: 24px 32px 64px; background: #fff; }
 h1 { font-size: 1.7em; margin: 0.2em 0 0.4em; }
 h2 { font-size: 1.3em; margin-top: 2em; border-bottom: 1px solid #d0d7de; padding-bottom: 4px; }
 h3 { font-size: 1.05em; margin-top: 1.4em; }
@@ -71,29 +72,41 @@ table { border-collapse: collapse; margin: 0.8em 0; font-variant-numeric: tabula
 th, td { border: 1px solid #d0d7de; padding: 4px 10px; text-align: left; vertical-align: top; }
 th { background: #f0f2f5; }
 td { overflow-wrap: anywhere; }
-p.verdict { font-size: 1.15em; font-weight: 600; padding: 8px 12px; background: #eef5ff;
+#headline td { white-space: nowrap; }
+p.verdict { font-size: 14px; font-weight: 600; padding: 8px 12px; background: #eef5ff;
             border-left: 4px solid #2f6fdd; }
 p.warning { padding: 8px 12px; background: #fff4e5; border-left: 4px solid #d97706; }
 p.note { padding: 6px 12px; background: #f3f4f6; border-left: 4px solid #9ca3af; }
 figure { margin: 1em 0; }
 figure img { max-width: 100%; height: auto; border: 1px solid #e5e7eb; }
+.interval { white-space: nowrap; }
 figcaption { color: #57606a; font-size: 0.9em; }
 """
+
+
+# An interval, "[+14.3, +40.1]" or "[16.8%, 35.5%]": never broken across lines.
+INTERVAL = re.compile(r"\[[^\[\],]{1,40}, [^\[\],]{1,40}\]")
+
+
+def _text(text: str) -> str:
+    """Escaped text whose intervals do not wrap."""
+    return INTERVAL.sub(lambda found: f'<span class="interval">{found.group()}</span>',
+                        html.escape(text))
 
 
 def _html_block(block: Block, figures: Mapping[str, bytes]) -> str:
     escape = html.escape
     match block:
         case Paragraph(text, "plain"):
-            return f"<p>{escape(text)}</p>"
+            return f"<p>{_text(text)}</p>"
         case Paragraph(text, tone):
-            return f'<p class="{tone}">{escape(text)}</p>'
+            return f'<p class="{tone}">{_text(text)}</p>'
         case Subheading(text):
             return f"<h3>{escape(text)}</h3>"
         case Table(header, rows):
             head = "".join(f"<th>{escape(cell)}</th>" for cell in header)
             body = "".join(
-                "<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in row) + "</tr>"
+                "<tr>" + "".join(f"<td>{_text(cell)}</td>" for cell in row) + "</tr>"
                 for row in rows
             )
             return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"

@@ -7,7 +7,8 @@ pipeline's report and `heldout compare` alike:
 interval at CONFIDENCE excludes 0, both carrying the run-level drift where reruns measured it,
 and (3) no gate voids the comparison; otherwise "no difference detected", or "not decidable:
 …" naming the first gate that voided it. A significant "worse" is reported whatever gate
-fired, but for arms not run alike: a gate may hide a gain, never a harm. The gates that plan
+fired, but for arms not run alike or run at different times (heldout.statistics.timing),
+which make a loss as easily as a gain: a gate may hide a gain, never a harm. The gates that plan
 (too few tasks or groups, a set too easy) are checked on the validation split before the test
 split is opened (heldout.custody.spend); here they stand as caveats on what was spent.
 

@@ -133,7 +133,7 @@ def test_excluding_the_tasks_the_candidate_lost_is_a_new_access(project: Path, c
         project / "reports" / "report.md").read_text()
 
 
-@pytest.mark.parametrize("runs", [0, 5])
+@pytest.mark.parametrize("runs", [5, 12])
 def test_choosing_the_runs_is_a_new_access(project: Path, closed: dict, runs: int):
     set_params(project, "reruns", runs=runs)
     refusal = refused_as_a_new_access(project, closed,

@@ -52,8 +52,10 @@ def test_arms_a_week_apart_are_not_decidable(tmp_path: Path):
     base, candidate = arms(tmp_path, MONDAY + WEEK)
     done = heldout("compare", base, candidate, "--out", tmp_path / "out")
     assert done.returncode == 0, done.stderr
-    assert ("Verdict: not decidable: the arms ran at different times (base 2026-11-30 "
-            "00:53–00:54 UTC, step_9 2026-12-07 00:53–00:54 UTC)") in done.stdout
+    assert done.stdout.startswith("Not decidable (the arms ran at different times): step_9 "
+                                  "50.0% vs base 25.0%")
+    assert ("Why: the arms ran at different times (base 2026-11-30 00:53–00:54 UTC, step_9 "
+            "2026-12-07 00:53–00:54 UTC): drift between them is not controlled") in done.stdout
     headline = verdict(tmp_path / "out")
     assert headline["timing"]["apart"].startswith("the arms ran at different times")
     assert "the arms ran at different times" in [gate["name"] for gate in headline["gates"]]
@@ -66,7 +68,7 @@ def test_arms_run_turn_about_are_decided(tmp_path: Path):
                                            MONDAY + 1, 2.0))
     done = heldout("compare", base, candidate, "--out", tmp_path / "out")
     assert done.returncode == 0, done.stderr
-    assert "Verdict: better" in done.stdout
+    assert done.stdout.startswith("Better: step_9 50.0% vs base 25.0%")
     assert verdict(tmp_path / "out")["timing"] == {"apart": None, "unknown": None,
                                                    "reference": None}
 
@@ -80,7 +82,7 @@ def test_a_reference_beside_each_arm_decides_when_the_claim_clears_its_movement(
     done = heldout("compare", base, candidate, "--out", tmp_path / "out",
                    "--reference-a", beside_a, "--reference-b", beside_b)
     assert done.returncode == 0, done.stderr
-    assert "Verdict: better" in done.stdout
+    assert done.stdout.startswith("Better: step_9 50.0% vs base 25.0%")
     headline = verdict(tmp_path / "out")
     assert headline["timing"]["apart"] is None
     assert headline["timing"]["reference"]["estimate"] == 0.0
@@ -92,7 +94,7 @@ def test_a_reference_beside_each_arm_decides_when_the_claim_clears_its_movement(
     held = heldout("compare", base, candidate, "--out", tmp_path / "held",
                    "--reference-a", beside_a, "--reference-b", moved)
     assert held.returncode == 0, held.stderr
-    assert "Verdict: no difference detected" in held.stdout
+    assert held.stdout.startswith("No difference detected: step_9 50.0% vs base 25.0%")
     assert "the reference checkpoint moved +25.0 points" in held.stdout
 
 
@@ -122,7 +124,7 @@ def test_rows_that_do_not_say_when_leave_the_verdict_with_a_caveat(tmp_path: Pat
     candidate = write(tmp_path, "B", timed(rollouts("step_9", passing(80, range(40))), MONDAY))
     done = heldout("compare", base, candidate, "--out", tmp_path / "out")
     assert done.returncode == 0, done.stderr
-    assert "Verdict: better" in done.stdout
+    assert done.stdout.startswith("Better: step_9 50.0% vs base 25.0%")
     assert "when base ran is not recorded (rows without started_at)" in done.stdout
 
 

@@ -104,7 +104,7 @@ def test_compare_of_a_file_with_itself_warns_and_exits_0(tmp_path: Path, same: s
                 f"warning: A and B have identical content ({path} and {other})")
     assert expected in done.stderr
     assert "every difference is 0" in done.stderr
-    assert "Verdict: not decidable" in done.stdout or "no difference detected" in done.stdout
+    assert done.stdout.startswith(("Not decidable", "No difference detected"))
 
 
 # --------------------------------------------------------------------------------------------
@@ -155,7 +155,7 @@ def test_alpha_is_written_without_float_noise_and_the_selection_card_in_points()
     written = full_markdown(report)
     assert "0.050000000000000044" not in written + json.dumps(report.to_json())
     assert "(80% power, two-sided α = 0.05) |" in written
-    assert 'only when the paired test (' in written and ") rejects at α = 0.05 and" in written
+    assert "only when the paired test rejects at α = 0.05 and" in written
     card = written.split("## Protocol card")[1]
     lead, detectable = selection["lead"], selection["val_mde"]
     assert f"| lead | {100 * lead:+.1f} points |" in card

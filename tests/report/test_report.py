@@ -161,7 +161,7 @@ def test_paired_runs_are_pooled_and_their_spread_carried_into_the_verdict():
     assert headline.pass_at_1.base.estimate == pytest.approx(0.45)
     assert build_report(base_runs[0], candidate_runs[0]).verdict == BETTER
     assert report.verdict == NO_DIFFERENCE
-    assert "> α = 0.05; the interval includes 0" in headline.reason
+    assert "> α = 0.05) and the 95% interval includes 0" in headline.reason
     assert "carrying the spread of 4 paired runs of each arm" in headline.rule
     other_tasks = [base_runs[0], rollouts("base", passing(100, range(50))), *base_runs[2:]]
     with pytest.raises(IncomparableRolloutsError, match="rerun 1 of the base holds other tasks"):
@@ -371,7 +371,7 @@ def test_the_html_report_renders_its_headline_in_headless_chromium(
                   window=(1280, 1400))
     # The hand-computed headline: 40% and 45% pass@1, +5 points, McNemar 0 and 10, 2·0.5^10.
     for number in ("40.0%", "45.0%", "+5.0 points", "b = 0", "c = 10", "p = 0.00195",
-                   "Verdict: better"):
+                   "Better: fixed 45.0% vs base 40.0%"):
         assert number in page.dom
     assert page.dom.count('src="data:image/png;base64,') == 2
     assert (folder / "screenshot.png").stat().st_size > 10_000

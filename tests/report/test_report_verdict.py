@@ -174,8 +174,10 @@ def test_every_task_passing_in_both_arms_reports_the_exact_bound_and_says_so():
                                                                     HARDEN_THE_SET]
     text = headline_markdown(report)
     assert "exact Clopper-Pearson bound" in text and "zero-width" in text
-    assert ("also only 0 tasks that either arm ever fails (fewer than 30): harden the set; by "
-            "the statistics alone: ") in text
+    assert ("Why: 20 tasks in 20 groups, fewer than 30: add tasks, not episodes; only 0 tasks "
+            "that either arm ever fails (fewer than 30): harden the set; by the statistics "
+            "alone, the paired test does not reject (p = 1 > α = 0.05) and the 95% interval "
+            "includes 0.") in text
     assert report.power.mde is None
 
 
@@ -202,7 +204,7 @@ def test_the_headline_shows_beside_the_verdict_what_it_rests_on():
     assert report.headline.notes[0] == support
     assert report.headline.decision.support.mde == pytest.approx(0.2585, abs=1e-4)
     text = headline_markdown(report)
-    verdict = text.index("**Verdict: no difference detected: ")
+    verdict = text.index("No difference detected: fixed 45.0% vs base 40.0%, +5.0 points [")
     assert text.index(f"> {support}") > verdict
 
     # In groups the interval and the test rest on the 40 groups, and the line says so; without
@@ -274,9 +276,11 @@ def test_an_allowed_harness_mismatch_leaves_the_comparison_not_decidable():
                               "of any difference may be the harness's")
     assert [(gate.name, gate.voids) for gate in decision.gates] == [(NOT_COMPARABLE, True)]
     assert (report.metrics["decidable"], report.metrics["verdict"]) == (0, 0)
-    assert ("**Verdict: not decidable: the arms ran under different harnesses, so part of any "
-            "difference may be the harness's: by the statistics alone it would be better.**"
-            ) in headline_markdown(report)
+    text = headline_markdown(report)
+    assert text.startswith("Not decidable (not comparable): fixed 45.0% vs base 40.0%, +5.0 "
+                           "points [+1.8, +8.1], p = 0.00195 — 200 tasks × 1 episode\n")
+    assert ("Why: the arms ran under different harnesses, so part of any difference may be the "
+            "harness's; by the statistics alone it would be better.") in text
 
 
 def truncated_base() -> Report:

@@ -137,9 +137,7 @@ def test_compare_two_samples_files_scores_them_once_and_names_both(tmp_path: Pat
     assert done.returncode == 0, done.stderr
     assert {"report.md", "report.html", "report.json", "figures", "scored"} == {
         p.name for p in out.iterdir()}
-    assert "# tuned_model against base_model" in done.stdout
-    assert "Candidate: tuned_model. Base: base_model. 12 tasks compared, 5 episodes per task." \
-        in done.stdout
+    assert "How: tuned_model against base_model on 12 tasks, 5 episodes per task." in done.stdout
     assert "tuned_model" in (out / "report.md").read_text()
     scored = pd.read_parquet(out / "scored/tuned_model.parquet")
     assert set(scored["checkpoint"]) == {"tuned_model"} and len(scored) == 60
@@ -270,7 +268,7 @@ def test_a_program_that_returns_a_lone_surrogate_is_scored_and_compared(tmp_path
     done = heldout("compare", base, tuned, "--tasks", "humaneval", "--timeout-s", "3",
                    "--out", out)
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
-    assert "1 tasks compared, 4 episodes per task" in done.stdout, done.stdout
+    assert "on 1 tasks, 4 episodes per task" in done.stdout, done.stdout
     scored = pd.read_parquet(out / "scored/tuned.parquet")
     assert int(scored["passed"].sum()) == 1 and len(scored) == 4
     assert json.loads((out / "report.json").read_text())
