@@ -237,7 +237,8 @@ def compare(
         metavar="B", help="The candidate, the same way.")],
     out: Annotated[
         Path, typer.Option(help="Folder for report.md, report.html, report.json, figures/ "
-                                "(and scored/: samples files scored, reused when unchanged).")
+                                "(and scored/: samples files scored, reused when unchanged).",
+                           file_okay=False)
     ],
     sample: Annotated[
         int, typer.Option(help="Sample index of the episode the exact McNemar test uses.")

@@ -98,6 +98,9 @@ def audit(
     from stages.catalog import LEDGER
     from stages.tracking import runs_touching_test_split
 
+    if reason and resolve is None:
+        raise typer.BadParameter("--reason is recorded with --resolve RUN_ID (the orphan run "
+                                 "it resolves); alone it would be ignored")
     root = find_project_root()
     apply_defaults(root)
     runs = runs_touching_test_split(root)

@@ -89,8 +89,9 @@ def apply_overrides(text: str, overrides: dict[str, Any]) -> str:
 
 
 def use(
-    overrides: Annotated[Path, typer.Argument(help="A YAML file whose `set:` maps dotted "
-                                                   "params keys to values.")],
+    overrides: Annotated[Path, typer.Argument(
+        help="A YAML file whose `set:` maps dotted params keys to values.", exists=True,
+        dir_okay=False)],
 ) -> None:
     """Set params.yaml's keys from a file of overrides (examples/ has some); every other line
     stays. `git diff params.yaml` shows what changed, `git checkout params.yaml` undoes it."""
@@ -102,8 +103,12 @@ def use(
     root = find_project_root()
     try:  # the overrides' own style (a flow mapping stays one) carries into params.yaml
         loaded = _yaml().load(overrides.read_text(encoding="utf-8")) or {}
+    except UnicodeDecodeError as error:
+        raise HeldoutError(f"{overrides}: not UTF-8 text (byte {error.start})") from None
     except YAMLError as error:
-        raise HeldoutError(f"{overrides}: not YAML: {error}") from None
+        raise HeldoutError(f"{overrides}: not YAML: {' '.join(str(error).split())}") from None
+    except RecursionError:
+        raise HeldoutError(f"{overrides}: nested too deeply to be a params file") from None
     if not isinstance(loaded, dict) or not isinstance(loaded.get("set"), dict):
         raise HeldoutError(f"{overrides}: expected a mapping `set:` of dotted keys to values")
     path = root / "params.yaml"

@@ -311,7 +311,7 @@ def score(
     tasks: TasksOption = None,
     out: Annotated[Path | None, typer.Option(
         help="Folder for <stem>.parquet and <stem>.summary.json (default: each file's "
-             "own folder).")] = None,
+             "own folder).", file_okay=False)] = None,
     ks: Annotated[str | None, typer.Option(
         "--ks", callback=parse_ks,
         help="k values for pass@k and pass^k, e.g. 1,10,100 (default: powers of two up to the "

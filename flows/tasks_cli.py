@@ -114,7 +114,8 @@ def check_repositories(tasks: list[Task], backend: str) -> None:
 
 
 def import_swebench(
-    instances: Annotated[Path, typer.Argument(help="SWE-bench instances, JSON Lines.")],
+    instances: Annotated[Path, typer.Argument(help="SWE-bench instances, JSON Lines.",
+                                              exists=True, dir_okay=False)],
     repos: Annotated[Path, typer.Option(help="Where each repository's git clone is, as "
                                              "DIR/<owner>__<name>.")],
     out: Annotated[Path, typer.Option(help="The task file to write (JSON Lines).")],

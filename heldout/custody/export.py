@@ -30,6 +30,7 @@ from heldout.custody.anchor import committed_versions
 from heldout.custody.keys import KeyRing
 from heldout.custody.ledger import ChainBreak, LedgerStore, verify_text
 from heldout.custody.store import EXPORT, StoreError, ledger_text
+from heldout.errors import HeldoutError
 
 DRIVER = "heldout-ledger"
 ATTRIBUTE = f"{EXPORT.as_posix()} merge={DRIVER}"
@@ -58,15 +59,20 @@ def merge_exports(base: str, ours: str, theirs: str) -> str:
 def _seq(line: str) -> int | None:
     try:
         seq = json.loads(line).get("seq")
-    except (json.JSONDecodeError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):  # not a ledger line: kept, unordered
         return None
     return seq if isinstance(seq, int) else None
 
 
 def merge_files(base: Path, ours: Path, theirs: Path) -> int:
-    """git's merge driver call (`%O %A %B`): the merge is written to `ours`; 0, no conflict."""
-    read = [ledger_text(path) if path.is_file() else "" for path in
-            (base, ours, theirs)]
+    """git's merge driver call (`%O %A %B`): the merge is written to `ours`; 0, no conflict.
+    git gives three files (an empty one for a side that has none); a path that is not a file
+    is a mistyped command line, refused before anything is written."""
+    for path in (base, ours, theirs):
+        if not path.is_file():
+            raise HeldoutError(f"{path}: no such file; git's merge driver is given three files "
+                               "(%O %A %B), the base, ours and theirs")
+    read = [ledger_text(path) for path in (base, ours, theirs)]
     ours.write_text(merge_exports(*read), encoding="utf-8", errors="surrogateescape")
     return 0
 
