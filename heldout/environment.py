@@ -7,6 +7,7 @@ user remembered to export something. Values already set by the user win.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -81,6 +82,12 @@ def apply_defaults(project_root: Path) -> None:
     """Set the project's environment before prefect or mlflow is imported (they read it then):
     telemetry off always; the stores at absolute paths unless the user points them elsewhere."""
     os.environ.update(TELEMETRY_OFF)
+    # The stage commands DVC starts (`heldout stage …`) are this installation's, even when it
+    # was called as .venv/bin/heldout without the venv on PATH.
+    installed = str(Path(sys.executable).parent)
+    path = os.environ.get("PATH", "")
+    if installed not in path.split(os.pathsep):
+        os.environ["PATH"] = os.pathsep.join([installed, *([path] if path else [])])
     stores = store_root(project_root)
     os.environ.setdefault("MLFLOW_TRACKING_URI", default_tracking_uri(project_root))
     os.environ.setdefault("PREFECT_HOME", str(stores / ".prefect"))

@@ -7,9 +7,11 @@ run starts: `heldout --help` and the pure core never pay its import time.
 from __future__ import annotations
 
 import os
+import sqlite3
+import sys
 import warnings
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +92,52 @@ def tracking_uri(project_root: Path) -> str:
     return os.environ.get("MLFLOW_TRACKING_URI") or default_tracking_uri(project_root)
 
 
+# Where the project's own store keeps artifacts, under its folder.
+ARTIFACTS = "mlartifacts"
+
+
+def follow_the_project(project_root: Path) -> int:
+    """Re-root the project's own SQLite store when the project was copied or moved: MLflow
+    keeps each experiment's artifact folder, and each run's, as absolute URIs, so a copy's runs
+    would write into the original's `mlartifacts/`. Every location under another folder's
+    `mlartifacts` is moved under this one's (the copy brought those files along). Returns the
+    rows changed; a store elsewhere (a server, another file) is left as it is."""
+    if tracking_uri(project_root) != default_tracking_uri(project_root):
+        return 0
+    database = store_root(project_root) / "mlflow.db"
+    here = (store_root(project_root) / ARTIFACTS).as_uri()
+    if not database.is_file():
+        return 0
+    changed = 0
+    with closing(sqlite3.connect(database)) as store, store:
+        tables = {row[0] for row in store.execute("SELECT name FROM sqlite_master")}
+        if not {"experiments", "runs"} <= tables:
+            return 0
+        for experiment_id, location in store.execute(
+                "SELECT experiment_id, artifact_location FROM experiments").fetchall():
+            old = _other_root(location or "", here)
+            if old is None:
+                continue
+            for table, column in (("experiments", "artifact_location"), ("runs", "artifact_uri")):
+                changed += store.execute(
+                    f"UPDATE {table} SET {column} = ? || substr({column}, ?) "
+                    f"WHERE experiment_id = ? AND substr({column}, 1, ?) = ?",
+                    (here, len(old) + 1, experiment_id, len(old), old)).rowcount
+    return changed
+
+
+def _other_root(location: str, here: str) -> str | None:
+    """The `file://…/mlartifacts` prefix of `location` when it is another folder's, else None."""
+    if not location.startswith("file://") or location.startswith(here):
+        return None
+    marker = f"/{ARTIFACTS}"
+    at = location.find(marker)
+    end = at + len(marker)
+    if at < 0 or (len(location) > end and location[end] != "/"):
+        return None
+    return location[:end]
+
+
 def _experiment_id(client: Any, name: str, project_root: Path) -> str:
     from mlflow.exceptions import MlflowException
 
@@ -97,7 +145,7 @@ def _experiment_id(client: Any, name: str, project_root: Path) -> str:
     if experiment is not None:
         return experiment.experiment_id
     local_store = tracking_uri(project_root) == default_tracking_uri(project_root)
-    location = (store_root(project_root) / "mlartifacts").as_uri() if local_store else None
+    location = (store_root(project_root) / ARTIFACTS).as_uri() if local_store else None
     try:
         return client.create_experiment(name, artifact_location=location)
     except MlflowException:
@@ -113,6 +161,11 @@ def stage_run(
     still visible to a reviewer) if it raises."""
     import mlflow
 
+    moved = follow_the_project(project_root)
+    if moved:
+        print(f"heldout: the project's MLflow store named another folder's {ARTIFACTS}/ (a "
+              f"copied or moved project): {moved} location(s) now point under "
+              f"{store_root(project_root) / ARTIFACTS}", file=sys.stderr)
     mlflow.set_tracking_uri(tracking_uri(project_root))
     experiment_id = _experiment_id(mlflow.MlflowClient(), config.experiment, project_root)
     with mlflow.start_run(
