@@ -24,6 +24,7 @@ from heldout.episodes.chunks import Chunk, EpisodeWork, run_chunk
 from heldout.episodes.engine import EPISODES
 from heldout.episodes.rollout import RolloutsConfig
 from stages.common import read_params, section
+from stages.progress import Pace
 
 
 @task(name="episodes", task_run_name="{work.label}[{index}]", cache_policy=NO_CACHE)
@@ -37,23 +38,25 @@ def on_task_runner(work: EpisodeWork, chunks: list[Chunk]) -> Iterator[tuple[int
     flight in this process, and the ETA at the rate so far."""
     futures = episode_chunk.map(unmapped(work), chunks, range(len(chunks)))
     index = {id(future): i for i, future in enumerate(futures)}
-    total, done, started = sum(map(len, chunks)), 0, time.monotonic()
+    total, done, pace = sum(map(len, chunks)), 0, Pace(time.monotonic)
     artifact = create_progress_artifact(0.0, description=f"{work.label}: {total} episodes")
     for future in as_completed(futures):
         chunk = index[id(future)]
         rows = future.result()
         done += len(rows)
+        for _ in rows:
+            pace.ran_one()
         update_progress_artifact(artifact, 100.0 * done / max(total, 1),
-                                 progress_line(work.label, done, total, started))
+                                 progress_line(work.label, done, total, pace))
         yield chunk, rows
 
 
-def progress_line(label: str, done: int, total: int, started: float) -> str:
+def progress_line(label: str, done: int, total: int, pace: Pace) -> str:
     """What the flow run's progress artifact says: done, in flight here, and the ETA."""
-    rate = done / max(time.monotonic() - started, 1e-9)
-    left = round((total - done) / rate) if rate > 0 else 0
-    return (f"{label}: {done}/{total} episodes, {rate:.1f} ep/s, {EPISODES.in_flight} in "
-            f"flight in this process, ETA {left // 60}m{left % 60:02d}s")
+    rate = pace.rate()
+    return (f"{label}: {done}/{total} episodes, "
+            f"{'-' if rate is None else f'{rate:.1f}'} ep/s, {EPISODES.in_flight} in flight "
+            f"in this process, ETA {pace.eta(total - done)}")
 
 
 def task_runner(orchestration: OrchestrationConfig, rollouts: RolloutsConfig) -> Any:

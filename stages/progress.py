@@ -16,11 +16,44 @@ from rich.progress import (
     Progress,
     TextColumn,
     TimeElapsedColumn,
-    TimeRemainingColumn,
 )
 
 from heldout.agents.endpoint_limit import EndpointStats, drain_endpoint_stats
 from heldout.episodes.engine import EPISODES
+
+# Episodes that must have run before a pace is measured: the first ones carry the start-up
+# (a sandbox image pulled, an endpoint's first answer), and an ETA from one of them read
+# "442m17s" on a run that took minutes (issue 39).
+PACE_AFTER = 5
+
+
+class Pace:
+    """How fast work goes, measured from the first episode that finished (not from the
+    start, which holds the start-up), and when the rest should be done at that pace."""
+
+    def __init__(self, clock=time.perf_counter):
+        self.clock = clock
+        self.ran = 0
+        self.first: float | None = None
+
+    def ran_one(self) -> None:
+        self.ran += 1
+        if self.first is None:
+            self.first = self.clock()
+
+    def rate(self) -> float | None:
+        """Episodes a second since the first finished, or None before PACE_AFTER ran."""
+        if self.ran < PACE_AFTER or self.first is None:
+            return None
+        return (self.ran - 1) / max(self.clock() - self.first, 1e-9)
+
+    def eta(self, left: int) -> str:
+        """"4m10s" for `left` episodes at the pace measured, or "-" before there is one."""
+        rate = self.rate()
+        if rate is None:
+            return "-"
+        seconds = round(left / rate)
+        return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
 
 
 class EpisodeProgress:
@@ -33,6 +66,7 @@ class EpisodeProgress:
         self.statuses: Counter[str] = Counter()
         self.done = self.cached = self.passed = 0
         self.started = time.perf_counter()
+        self.pace = Pace()
         self.finished: float | None = None
         self._last_line = self.started
         console = Console(stderr=True)
@@ -41,7 +75,7 @@ class EpisodeProgress:
                 TextColumn(f"[bold]{label}[/]"), BarColumn(), MofNCompleteColumn(),
                 TextColumn("{task.fields[rate]} ep/s  {task.fields[in_flight]} in flight  "
                            "{task.fields[summary]}"),
-                TimeElapsedColumn(), TimeRemainingColumn(), console=console,
+                TimeElapsedColumn(), TextColumn("ETA {task.fields[eta]}"), console=console,
             )
             if console.is_terminal
             else None
@@ -54,17 +88,20 @@ class EpisodeProgress:
         if self._bar is not None:
             self._bar.start()
             self._bar_task = self._bar.add_task(self.label, total=total, rate="-", summary="",
-                                                in_flight=0)
+                                                in_flight=0, eta="-")
 
     def advance(self, row: dict, cached: bool) -> None:
         self.done += 1
         self.cached += cached
+        if not cached:
+            self.pace.ran_one()
         self.passed += bool(row["passed"])
         self.statuses[row["status"]] += 1
         now = time.perf_counter()
         if self._bar is not None:
             self._bar.update(self._bar_task, completed=self.done, rate=f"{self.rate():.1f}",
-                             summary=self.summary(), in_flight=EPISODES.in_flight)
+                             summary=self.summary(), in_flight=EPISODES.in_flight,
+                             eta=self.eta())
         elif now - self._last_line >= self.every_s or self.done == self.total:
             self._last_line = now
             going = (f"{EPISODES.in_flight} in flight, ETA {self.eta()}, "
@@ -77,12 +114,8 @@ class EpisodeProgress:
         return ran / max(time.perf_counter() - self.started, 1e-9)
 
     def eta(self) -> str:
-        """When the rest should be done at the rate so far: "4m10s", or "-" before any ran."""
-        rate = self.rate()
-        if self.done - self.cached < 1 or rate <= 0:
-            return "-"
-        seconds = round((self.total - self.done) / rate)
-        return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
+        """When the rest should be done at the pace measured (Pace): "4m10s", or "-"."""
+        return self.pace.eta(self.total - self.done)
 
     def elapsed(self) -> float:
         """Seconds from the start to the end of the work (so far, while it runs)."""
