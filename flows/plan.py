@@ -45,6 +45,24 @@ def plan(root: Path, targets: list[str] | None, force: bool = False) -> Plan:
         raise StageError(f"dvc: {dvc_reason(error)}") from None
 
 
+def stages_to_run(root: Path) -> set[str]:
+    """Every stage `dvc repro` would run: the stale ones and every stage downstream of one
+    (reached through it, it runs when its input changes, as it will). DVC's graph points
+    from a stage to the stages it depends on, so a stale stage's ancestors are downstream."""
+    import networkx as nx
+    from dvc.exceptions import DvcException
+    from dvc.repo import Repo
+
+    try:
+        with Repo(str(root)) as repo, repo.lock:
+            graph = repo.index.graph
+            stale = [stage for stage in planned_stages(repo, None) if stage.changed()]
+            reached = set(stale).union(*(nx.ancestors(graph, stage) for stage in stale))
+            return {stage.addressing for stage in reached}
+    except DvcException as error:
+        raise StageError(f"dvc: {dvc_reason(error)}") from None
+
+
 def dvc_reason(error: BaseException) -> str:
     """A DVC error and its causes in one line: `failed to reproduce 'x': failed to run: ...`."""
     parts: list[str] = []

@@ -28,6 +28,7 @@ def say(line: str) -> None:
 @dataclass(frozen=True)
 class StageWork:
     stage: str
+    address: str  # the DVC stage that runs it
     checkpoint: str | None  # whose endpoint sets the pace (None: several, or none)
     episodes: int
     calls_each: int  # model calls an episode makes, at most
@@ -35,24 +36,32 @@ class StageWork:
 
 
 def plan() -> None:
-    """Print the episodes each stage would run, what the resume cache holds of them, the
-    expected wall time at the probed throughput, and the test access the run needs."""
+    """Print the episodes each stage `heldout pipeline` would run (the stages DVC finds stale,
+    and those downstream of one), what the resume cache holds of them, the expected wall time
+    at the probed throughput, and the test access the run needs."""
+    from flows.plan import stages_to_run
     from heldout.environment import find_project_root
     from stages.common import read_params
 
     root = find_project_root()
     params = read_params(root)
     counts, source = split_counts(root, params)
+    to_run = stages_to_run(root)
+    say(f"heldout plan: {counts['val']} val and {counts['test']} test tasks ({source}); a look "
+        "only, it runs nothing")
+    if not to_run:
+        say("to run: nothing: every stage is up to date with dvc.lock")
+        return
     work = stage_work(root, params, counts)
-    say(f"heldout plan: {counts['val']} val and {counts['test']} test tasks ({source}); "
-        "nothing runs")
     width = max(len(item.stage) for item in work)
     say(f"  {'stage':<{width}}  {'episodes':>9}  {'cached':>9}  {'calls, at most':>14}  expected")
     total_s, unknown = 0.0, 0
     for item in work:
         rate, how = episode_rate(root, params, item)
-        left = item.episodes - item.done
-        if left == 0:
+        left = item.episodes - item.done if item.address in to_run else 0
+        if item.address not in to_run:
+            expected = "up to date"
+        elif left == 0:
             expected = "done"
         elif rate is None:
             expected, unknown = how, unknown + 1
@@ -61,12 +70,14 @@ def plan() -> None:
             expected = f"{_duration(left / rate)} at {rate:.3g} ep/s ({how})"
         say(f"  {item.stage:<{width}}  {item.episodes:>9,}  {item.done:>9,}  "
             f"{item.episodes * item.calls_each:>14,}  {expected}")
-    episodes = sum(item.episodes - item.done for item in work)
+    episodes = sum(item.episodes - item.done for item in work if item.address in to_run)
     pace = (f"expected {_duration(total_s)}" if not unknown else
             f"expected {_duration(total_s)} for the measured stages; {unknown} at a pace no "
             "probe measured" if total_s else "no stage's pace is measured")
-    say(f"to run: {episodes:,} episodes; {pace}")
-    say(test_access_line(root, params))
+    say(f"to run: {episodes:,} episodes in {len(to_run)} stale stage(s) and those downstream; "
+        f"{pace}")
+    say(test_access_line(root, params) if "test" in to_run else
+        "test access: none: the test stage is up to date (its recorded results stand)")
 
 
 def split_counts(root: Path, params: dict[str, Any]) -> tuple[dict[str, int], str]:
@@ -98,19 +109,19 @@ def stage_work(root: Path, params: dict[str, Any], counts: dict[str, int]) -> li
     harness = section(params, "harness", Harness)
     checkpoints = params.get("checkpoints") or {}
     val, test = counts["val"], counts["test"]
-    work = [StageWork(f"rollouts:{name}", name, val * harness.n, calls_each(settings, harness),
-                      cached(root, params, name, settings, harness))
+    work = [StageWork(f"rollouts:{name}", f"rollouts@{name}", name, val * harness.n,
+                      calls_each(settings, harness), cached(root, params, name, settings, harness))
             for name, settings in checkpoints.items()]
-    work.append(StageWork("score (oracle, blind canaries)", None, 2 * val, 0))
+    work.append(StageWork("score (oracle, blind canaries)", "score", None, 2 * val, 0))
     sweep = params.get("sensitivity") or {}
     settings = 1 + sum(len(values) for values in (sweep.get("fields") or {}).values())
     arms = len(sweep.get("checkpoints") or []) + 1
-    work.append(StageWork("sensitivity", None, settings * arms * val * sweep.get("n", 1),
-                          harness.max_turns))
+    work.append(StageWork("sensitivity", "sensitivity", None,
+                          settings * arms * val * sweep.get("n", 1), harness.max_turns))
     reruns = section(params, "reruns", RerunsConfig)
     base, per_run = params.get("base"), reruns.harness(harness).n
-    work.append(StageWork(f"test (2 arms x {reruns.runs} runs x {per_run} episodes)", base,
-                          2 * reruns.runs * test * per_run,
+    work.append(StageWork(f"test (2 arms x {reruns.runs} runs x {per_run} episodes)", "test",
+                          base, 2 * reruns.runs * test * per_run,
                           calls_each(checkpoints.get(base, {}), harness)))
     return work
 

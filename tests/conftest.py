@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -15,6 +16,9 @@ from hypothesis import settings as hypothesis_settings
 REPO = Path(__file__).resolve().parent.parent
 
 TEST_KEY_HEX = "11" * 32
+# The headline's first line in report.md: the verdict word (a voiding gate named) and its numbers.
+VERDICT_LINE = re.compile(r"^\*\*(Better|Worse|No difference detected|Not decidable \([^)]+\)): "
+                          r".+ — \d+ tasks.* × \d+ episodes?\*\*$", re.MULTILINE)
 
 # Set before prefect or mlflow is imported anywhere in the test session.
 _STATE = Path(tempfile.mkdtemp(prefix="heldout-tests-"))

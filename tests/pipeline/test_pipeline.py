@@ -14,7 +14,7 @@ import mlflow
 import pytest
 import yaml
 
-from tests.conftest import configure_small_project
+from tests.conftest import VERDICT_LINE, configure_small_project
 
 VENV_BIN = str(Path(sys.executable).parent)
 
@@ -81,7 +81,7 @@ def test_dvc_repro_runs_the_pipeline_then_only_what_changed(project: Path, fresh
     assert [row["checkpoint"] for row in selection["table"] if row["public_hidden_alarm"]] == [
         "hacker"]
     report = (project / "reports/report.md").read_text()
-    assert "Verdict:" in report
+    assert VERDICT_LINE.search(report)
     assert "Public-versus-hidden alarm, hacker (val):" in report
     audited = run(["heldout", "audit"], project, fresh_env)
     assert audited.returncode == 0, audited.stdout + audited.stderr
@@ -90,11 +90,20 @@ def test_dvc_repro_runs_the_pipeline_then_only_what_changed(project: Path, fresh
     assert second.returncode == 0, second.stderr
     assert stages_run(second.stdout) == set()
     assert "up to date" in second.stdout
+    # And the plan says so: an up-to-date project has nothing to run (issue 39 item 2).
+    planned = run(["heldout", "plan"], project, fresh_env)
+    assert planned.returncode == 0, planned.stderr
+    assert "to run: nothing: every stage is up to date with dvc.lock" in planned.stdout
 
     # A new checkpoint runs its own rollouts and what reads all of them (the sweep reads
     # params.checkpoints), nothing else; it wins on val, so the test stage refuses a second look
     # at the test split without a reason.
     cut_down(project, {**checkpoints, "step_20": {"agent": "demo", "skill": 2.5}})
+    planned = run(["heldout", "plan"], project, fresh_env)
+    rows = {line.split()[0]: line for line in planned.stdout.splitlines()
+            if line.startswith("  rollouts:")}
+    assert rows["rollouts:base"].endswith("up to date")
+    assert not rows["rollouts:step_20"].endswith(("up to date", "done"))
     third = run(["dvc", "repro"], project, fresh_env)
     assert third.returncode != 0
     assert stages_run(third.stdout) == {"rollouts@step_20", "score", "select", "sensitivity",
@@ -104,7 +113,7 @@ def test_dvc_repro_runs_the_pipeline_then_only_what_changed(project: Path, fresh
     kept = json.loads((project / "data/test/access.json").read_text())
     assert kept["candidate"] == "step_10" and (project / "data/test/episodes.sealed").is_file()
     assert (project / "data/test/rollouts/candidate.parquet").is_file()
-    assert "Verdict:" in (project / "reports/report.md").read_text()
+    assert VERDICT_LINE.search((project / "reports/report.md").read_text())
     params = yaml.safe_load((project / "params.yaml").read_text())
     params["test"]["reaccess"] = {"access": "step_20",
                                   "reason": "step_20 is the release candidate"}
@@ -166,7 +175,7 @@ def test_dvc_repro_runs_the_pipeline_then_only_what_changed(project: Path, fresh
     assert run(["git", "status", "--porcelain"], project, fresh_env).stdout == ""
     assert (project / "params.yaml").read_bytes() == params_before
     assert ledger_of(project) == ledger
-    assert "Verdict:" in (project / "reports/report.md").read_text()
+    assert VERDICT_LINE.search((project / "reports/report.md").read_text())
     # In the workspace (DVC's own `dvc exp run`: a repro, then `dvc exp save`), the same.
     in_place = run(["dvc", "exp", "run", "-n", "sweep-n4", "-S", "harness.n=4"], project,
                    fresh_env)

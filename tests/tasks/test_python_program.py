@@ -30,7 +30,7 @@ from heldout.tasks.kinds import TASK_KINDS, task_kind
 from heldout.tasks.python_program import ProgramTask, outputs_differ
 from heldout.tasks.record import Task
 from heldout.tasks.sources import load_jsonl_bytes, load_tasks
-from tests.conftest import reason_line
+from tests.conftest import VERDICT_LINE, reason_line
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "tasks" / "examples" / "python_program.jsonl"
@@ -573,7 +573,7 @@ def test_the_pipeline_runs_end_to_end_on_the_program_examples(project: Path, mon
     test_stage.run(project)
     report.run(project)
     text = (project / "reports/report.md").read_text()
-    assert "Verdict:" in text
+    assert VERDICT_LINE.search(text)
     assert (project / "reports/report.html").is_file()
 
     import pandas as pd
