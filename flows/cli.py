@@ -147,7 +147,8 @@ def pipeline(
     server = ("Prefect at PREFECT_API_URL" if os.environ.get("PREFECT_API_URL") else
               "a Prefect server of its own on loopback (tens of seconds)")
     stdout.print(f"pipeline: {len(found.planned)} stages, DVC runs what is stale from "
-                 f"{found.stale} on; starting {server}; each stage prints its line as it ends",
+                 f"{found.stale} on{_cost(root, targets, force)}; starting {server}; each "
+                 "stage prints its line as it ends",
                  highlight=False, soft_wrap=True)  # one line however narrow the terminal
     from flows.pipeline import pipeline_flow
     from flows.server import prefect_api
@@ -161,6 +162,21 @@ def pipeline(
         f"{summary['wall_s']:.1f} s; dvc.lock {str(summary['dvc_lock_sha256'])[:12]}",
         highlight=False,
     )
+
+
+def _cost(root: Path, targets: list[str] | None, force: bool) -> str:
+    """The cost before the spend: ", about N episodes (expected …)" for a whole run, as
+    `heldout plan` counts it; nothing for chosen targets or --force, which it does not
+    count."""
+    if targets or force:
+        return ""
+    from flows.plan import stages_to_run
+    from flows.plan_cli import forecast, split_counts
+    from stages.params_check import read_params
+
+    params = read_params(root)
+    found = forecast(root, params, split_counts(root, params)[0], stages_to_run(root))
+    return f", about {found.episodes:,} episodes ({found.pace()})"
 
 
 @app.command()

@@ -52,11 +52,51 @@ def plan() -> None:
     if not to_run:
         say("to run: nothing: every stage is up to date with dvc.lock")
         return
-    work = stage_work(root, params, counts)
-    width = max(len(item.stage) for item in work)
+    found = forecast(root, params, counts, to_run)
+    width = max(len(row.work.stage) for row in found.rows)
     say(f"  {'stage':<{width}}  {'episodes':>9}  {'cached':>9}  {'calls, at most':>14}  expected")
-    total_s, unknown = 0.0, 0
-    for item in work:
+    for row in found.rows:
+        item = row.work
+        say(f"  {item.stage:<{width}}  {item.episodes:>9,}  {item.done:>9,}  "
+            f"{item.episodes * item.calls_each:>14,}  {row.expected}")
+    say(f"to run: {found.episodes:,} episodes in {len(to_run)} stale stage(s) and those "
+        f"downstream; {found.pace()}")
+    say(test_access_line(root, params) if "test" in to_run else
+        "test access: none: the test stage is up to date (its recorded results stand)")
+
+
+@dataclass(frozen=True)
+class Planned:
+    work: StageWork
+    left: int  # episodes it would run
+    expected: str  # how long, or why unknown, or "up to date"
+
+
+@dataclass(frozen=True)
+class Forecast:
+    rows: list[Planned]
+    seconds: float  # at the measured paces, of the stages that have one
+    unknown: int  # stages to run whose pace no probe measured
+
+    @property
+    def episodes(self) -> int:
+        return sum(row.left for row in self.rows)
+
+    def pace(self) -> str:
+        if not self.unknown:
+            return f"expected {_duration(self.seconds)}"
+        if self.seconds:
+            return (f"expected {_duration(self.seconds)} for the measured stages; "
+                    f"{self.unknown} at a pace no probe measured")
+        return "no stage's pace is measured"
+
+
+def forecast(root: Path, params: dict[str, Any], counts: dict[str, int],
+             to_run: set[str]) -> Forecast:
+    """What each stage would run of its episodes (nothing where DVC finds it up to date), and
+    how long at the probed paces."""
+    rows, seconds, unknown = [], 0.0, 0
+    for item in stage_work(root, params, counts):
         rate, how = episode_rate(root, params, item)
         left = item.episodes - item.done if item.address in to_run else 0
         if item.address not in to_run:
@@ -66,18 +106,10 @@ def plan() -> None:
         elif rate is None:
             expected, unknown = how, unknown + 1
         else:
-            total_s += left / rate
+            seconds += left / rate
             expected = f"{_duration(left / rate)} at {rate:.3g} ep/s ({how})"
-        say(f"  {item.stage:<{width}}  {item.episodes:>9,}  {item.done:>9,}  "
-            f"{item.episodes * item.calls_each:>14,}  {expected}")
-    episodes = sum(item.episodes - item.done for item in work if item.address in to_run)
-    pace = (f"expected {_duration(total_s)}" if not unknown else
-            f"expected {_duration(total_s)} for the measured stages; {unknown} at a pace no "
-            "probe measured" if total_s else "no stage's pace is measured")
-    say(f"to run: {episodes:,} episodes in {len(to_run)} stale stage(s) and those downstream; "
-        f"{pace}")
-    say(test_access_line(root, params) if "test" in to_run else
-        "test access: none: the test stage is up to date (its recorded results stand)")
+        rows.append(Planned(item, left, expected))
+    return Forecast(rows, seconds, unknown)
 
 
 def split_counts(root: Path, params: dict[str, Any]) -> tuple[dict[str, int], str]:

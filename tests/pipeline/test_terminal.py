@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import mlflow
+import pandas as pd
 import pytest
 import yaml
 
@@ -282,6 +283,9 @@ STAGES = ["split", "decontaminate", "rollouts@base", "rollouts@late", "score", "
 
 
 def test_a_good_run_is_one_line_per_stage_and_a_no_op_starts_nothing(small: Path):
+    planned = heldout(small, "plan")
+    assert planned.returncode == 0, planned.stdout
+    to_run = int(re.search(r"to run: ([\d,]+) episodes", planned.stdout).group(1).replace(",", ""))
     first = heldout(small, "pipeline")
     assert first.returncode == 0, first.stdout
     out = first.stdout
@@ -294,8 +298,13 @@ def test_a_good_run_is_one_line_per_stage_and_a_no_op_starts_nothing(small: Path
     assert all(what.startswith("ran in") for what in status.values())
     assert lines(out)[-1].startswith("pipeline: 9 stages ran, 0 up to date, in ")
     # Before the first stage's line (tens of seconds on a fresh clone): what is happening.
-    assert lines(out)[0].startswith("pipeline: 9 stages, DVC runs what is stale from split on; "
-                                    "starting a Prefect server of its own"), out
+    # The cost before the spend, as `heldout plan` counts it (issue 39 item 3).
+    assert lines(out)[0].startswith(f"pipeline: 9 stages, DVC runs what is stale from split on, "
+                                    f"about {to_run:,} episodes ("), out
+    assert "; starting a Prefect server of its own" in lines(out)[0]
+    ran = sum(len(pd.read_parquet(path)) for path in (small / "data/rollouts/val").glob(
+        "*.parquet")) + len(pd.read_parquet(small / "data/test/timings.parquet"))
+    assert ran < to_run  # the canaries and the sweep's episodes are the rest
     assert f"report: {small / 'reports' / 'report.html'} (and report.md, report.json)" in out
     assert len(pipeline_runs(small)) == 1
 
