@@ -21,7 +21,7 @@ export NO_PROXY := 127.0.0.1,localhost$(if $(NO_PROXY),$(comma)$(NO_PROXY))
 export UV_COMPILE_BYTECODE := 1
 export PATH := $(BIN):$(PATH)
 
-.PHONY: repro test plan lint lock venv vega ui prefect-server serve clean merge-driver
+.PHONY: repro test test-all plan lint lock venv vega ui prefect-server serve clean merge-driver
 
 # `dvc repro` as the pipeline flow: one Prefect API server for every stage (heldout pipeline).
 repro: $(VENV)/.installed vega merge-driver
@@ -33,6 +33,11 @@ test: $(VENV)/.installed vega merge-driver
 	@if [ "$$(id -u)" = 0 ] && [ -z "$${DOCKER_HOST:-}" ] && engine=$$(scripts/container-engine.sh); then \
 		eval "$$engine"; trap 'scripts/container-engine.sh stop' EXIT; fi; \
 	python -m pytest -q $(PYTEST_ARGS)
+
+# Every tier: the tests above and the slow one (the whole pipeline's long integrations, the
+# simulation grids at their full replications); run it before resolving an issue.
+test-all:
+	$(MAKE) test PYTEST_ARGS="-m 'slow or not slow' $(PYTEST_ARGS)"
 
 # What `make repro` would cost, before it runs: episodes per stage, the resume cache's share, the
 # expected wall time at the throughput `heldout probe` measured, the test access it needs.
