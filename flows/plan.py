@@ -9,6 +9,7 @@ through it, so "none is stale" means `dvc repro` would run nothing. That is what
 
 from __future__ import annotations
 
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,14 +46,18 @@ def plan(root: Path, targets: list[str] | None, force: bool = False) -> Plan:
         raise StageError(f"dvc: {dvc_reason(error)}") from None
 
 
-def stages_to_run(root: Path) -> set[str]:
+def stages_to_run(root: Path) -> set[str] | None:
     """Every stage `dvc repro` would run: the stale ones and every stage downstream of one
     (reached through it, it runs when its input changes, as it will). DVC's graph points
-    from a stage to the stages it depends on, so a stale stage's ancestors are downstream."""
+    from a stage to the stages it depends on, so a stale stage's ancestors are downstream.
+    None outside a git repository, where DVC has run nothing (and cannot: every stage)."""
     import networkx as nx
     from dvc.exceptions import DvcException
     from dvc.repo import Repo
 
+    if subprocess.run(["git", "rev-parse", "--git-dir"], cwd=root, capture_output=True,
+                      check=False).returncode != 0:
+        return None
     try:
         with Repo(str(root)) as repo, repo.lock:
             graph = repo.index.graph

@@ -49,7 +49,7 @@ def plan() -> None:
     to_run = stages_to_run(root)
     say(f"heldout plan: {counts['val']} val and {counts['test']} test tasks ({source}); a look "
         "only, it runs nothing")
-    if not to_run:
+    if to_run is not None and not to_run:
         say("to run: nothing: every stage is up to date with dvc.lock")
         return
     found = forecast(root, params, counts, to_run)
@@ -59,9 +59,10 @@ def plan() -> None:
         item = row.work
         say(f"  {item.stage:<{width}}  {item.episodes:>9,}  {item.done:>9,}  "
             f"{item.episodes * item.calls_each:>14,}  {row.expected}")
-    say(f"to run: {found.episodes:,} episodes in {len(to_run)} stale stage(s) and those "
-        f"downstream; {found.pace()}")
-    say(test_access_line(root, params) if "test" in to_run else
+    stale = ("every stage (not a git repository yet: DVC has run none here)" if to_run is None
+             else f"{len(to_run)} stale stage(s) and those downstream")
+    say(f"to run: {found.episodes:,} episodes in {stale}; {found.pace()}")
+    say(test_access_line(root, params) if to_run is None or "test" in to_run else
         "test access: none: the test stage is up to date (its recorded results stand)")
 
 
@@ -92,14 +93,15 @@ class Forecast:
 
 
 def forecast(root: Path, params: dict[str, Any], counts: dict[str, int],
-             to_run: set[str]) -> Forecast:
-    """What each stage would run of its episodes (nothing where DVC finds it up to date), and
-    how long at the probed paces."""
+             to_run: set[str] | None) -> Forecast:
+    """What each stage would run of its episodes (nothing where DVC finds it up to date; every
+    stage where `to_run` is None), and how long at the probed paces."""
     rows, seconds, unknown = [], 0.0, 0
     for item in stage_work(root, params, counts):
         rate, how = episode_rate(root, params, item)
-        left = item.episodes - item.done if item.address in to_run else 0
-        if item.address not in to_run:
+        runs = to_run is None or item.address in to_run
+        left = item.episodes - item.done if runs else 0
+        if not runs:
             expected = "up to date"
         elif left == 0:
             expected = "done"
