@@ -17,6 +17,7 @@ excluded.
 
 from __future__ import annotations
 
+import argparse
 import random
 import time
 import tracemalloc
@@ -182,6 +183,7 @@ def bench_summarize_counts(rng: np.random.Generator) -> None:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     rng = np.random.default_rng(2024)
     bench_pass_at_k(rng)
     bench_paired_bootstrap(rng)

@@ -19,7 +19,7 @@ Carlo standard error of a coverage near 0.95 is √(0.95·0.05/R), 0.005 at R = 
 
 from __future__ import annotations
 
-import sys
+import argparse
 from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
@@ -54,7 +54,9 @@ def one_cell(cell: tuple[float, float, int, int]) -> dict[str, tuple[float, floa
 
 
 def main() -> None:
-    replications = int(sys.argv[1]) if len(sys.argv) > 1 else 2_000
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--replications", type=int, default=2_000)
+    replications = parser.parse_args().replications
     cells = [(alpha, beta, episodes, replications)
              for alpha, beta in POPULATIONS for episodes in EPISODES]
     with ProcessPoolExecutor() as pool:

@@ -7,6 +7,7 @@ Run by hand: .venv/bin/python benchmarks/guard_overhead.py
 
 from __future__ import annotations
 
+import argparse
 import os
 import tempfile
 import time
@@ -32,6 +33,12 @@ def opens_s(path: Path) -> float:
 
 
 def main() -> None:
+    global OPENS, REPEATS
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--opens", type=int, default=OPENS)
+    parser.add_argument("--repeats", type=int, default=REPEATS)
+    args = parser.parse_args()
+    OPENS, REPEATS = args.opens, args.repeats
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         (root / SEALED_TEST).parent.mkdir(parents=True)
