@@ -140,6 +140,11 @@ def test_a_worker_runs_the_deployed_commit_not_the_new_head(
     assert summary.data.tags["heldout.deployed_commit"] == deployed
     assert summary.data.tags["heldout.prefect_flow_run"] == str(flow_run.id)
     assert mlflow_runs_of(new_head, "split") == []
+    # The next night, in the same worker folder: the first run's own write (dvc.lock) is no
+    # edit that refuses it (issue 39 item 4: `vc.lock` once was, and every later night failed).
+    assert "dvc.lock" in run(["git", "status", "--porcelain"], work_dir / "remote")
+    second = run_split_only(deployed, tmp_path)
+    assert second.id != flow_run.id
 
     # A local pinned copy (--source): deployed from a clone of HEAD in a folder of its own,
     # which the next commits in the checkout do not touch.
