@@ -8,7 +8,7 @@ import html
 import re
 from collections.abc import Mapping
 
-from heldout.report.document import Block, Document, Figure, Paragraph, Subheading, Table
+from heldout.report.blocks import Block, Document, Figure, Paragraph, Subheading, Table
 
 FIGURE_DIR = "figures"
 

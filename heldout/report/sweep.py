@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from heldout.report.document import Document, Paragraph, Section, selection_table
+from heldout.report.blocks import Document, Paragraph, Section
+from heldout.report.document import selection_table
 from heldout.report.render import render_html, render_markdown
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 BENCHMARKS = REPO / "benchmarks"
 HELPERS = {"grid_cli"}  # imported by the grids, not run
 TINY = {
