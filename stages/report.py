@@ -46,6 +46,7 @@ from stages.common import (
     sweep_experiment,
     tracked_stage,
 )
+from stages.test import RerunsConfig
 
 
 def protocol_card(root: Path, manifest: dict, harness: Harness, access: dict) -> dict[str, Any]:
@@ -147,7 +148,11 @@ def run(root: Path | None = None) -> dict[str, Any]:
             read_rollouts(root / test_rollout_file("base")),
             read_rollouts(root / test_rollout_file("candidate")),
             groups=access["groups"],
-            protocol=protocol_card(root, manifest, harness, access),
+            # The harness the test access ran under: the pinned one at the runs' own episodes
+            # per task (params.reruns.episodes), which its rollouts carry.
+            protocol=protocol_card(root, manifest,
+                                   section(params, "reruns", RerunsConfig).harness(harness),
+                                   access),
             decontamination=read_decontamination(root),
             reruns=read_reruns(root),
         )

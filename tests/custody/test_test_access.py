@@ -374,8 +374,15 @@ def test_the_runs_can_hold_fewer_episodes_than_the_harness(project: Path):
         assert (table.groupby("task_id").size() == 4).all()
         assert sorted(table["sample"].unique()) == [0, 1, 2, 3]
     decontaminate.run(project)
-    card = report_stage.run(project)["protocol"]["test_access"]
+    written = report_stage.run(project)
+    card = written["protocol"]["test_access"]
     assert (card["runs"], card["episodes_per_run"]) == (4, 1)
+    # The card declares the harness the runs ran under (n = 1), which the rollouts carry: no
+    # "protocol's harness is …, but the rollouts were produced under …" on the default run.
+    table = pd.read_parquet(project / catalog.test_rollout_file("base"))
+    assert written["protocol"]["harness"]["n"] == 1
+    assert set(table["harness"]) == {written["protocol"]["harness"]["fingerprint"]}
+    assert not [w for w in written["headline"]["warnings"] if "protocol's harness" in w]
 
 
 def test_reruns_arm_is_refused_with_what_changed(project: Path):
