@@ -167,7 +167,8 @@ def pipeline(
 def _cost(root: Path, targets: list[str] | None, force: bool) -> str:
     """The cost before the spend: ", about N episodes (expected …)" for a whole run, as
     `heldout plan` counts it; nothing for chosen targets or --force, which it does not
-    count."""
+    count. What cannot be counted yet (a sealed task source before its split) is said, and
+    never stops the run."""
     if targets or force:
         return ""
     from flows.plan import stages_to_run
@@ -175,7 +176,11 @@ def _cost(root: Path, targets: list[str] | None, force: bool) -> str:
     from stages.params_check import read_params
 
     params = read_params(root)
-    found = forecast(root, params, split_counts(root, params)[0], stages_to_run(root))
+    try:
+        counts = split_counts(root, params)[0]
+    except HeldoutError as error:
+        return f" (its cost is not known before the split: {error})"
+    found = forecast(root, params, counts, stages_to_run(root))
     return f", about {found.episodes:,} episodes ({found.pace()})"
 
 

@@ -160,3 +160,12 @@ def test_heldout_tasks_seal_reports_bad_input_in_one_line(project: Path, content
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert done.stderr.strip().startswith(expected)
     assert not (project / out).exists()
+
+
+def test_the_pipelines_cost_line_never_stops_a_sealed_source_before_its_split(private: Path):
+    from flows.cli import _cost
+
+    use_source(private, SEALED)
+    said = _cost(private, None, False)
+    assert said.startswith(" (its cost is not known before the split: heldout plan: the task "
+                           "source is sealed")
