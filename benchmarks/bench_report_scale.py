@@ -16,7 +16,7 @@ import pandas as pd
 
 from heldout.report import build_report, write_report
 from heldout.statistics.counts import pool_runs
-from stages.test import RerunsConfig
+from stages.reruns import RerunsConfig
 
 DESIGN = RerunsConfig()
 

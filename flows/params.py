@@ -17,7 +17,7 @@ def params_sections() -> dict[str, type[BaseModel]]:
     from flows.orchestration import OrchestrationConfig
     from heldout.custody.access_params import TestConfig
     from stages.params_check import stage_sections
-    from stages.test import RerunsConfig
+    from stages.reruns import RerunsConfig
     from stages.traces import TracingConfig
 
     return {**stage_sections(), "test": TestConfig, "reruns": RerunsConfig,

@@ -138,7 +138,7 @@ def split_counts(root: Path, params: dict[str, Any]) -> tuple[dict[str, int], st
 def stage_work(root: Path, params: dict[str, Any], counts: dict[str, int]) -> list[StageWork]:
     from heldout.episodes.harness import Harness
     from stages.common import section
-    from stages.test import RerunsConfig
+    from stages.reruns import RerunsConfig
 
     harness = section(params, "harness", Harness)
     checkpoints = params.get("checkpoints") or {}

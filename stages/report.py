@@ -46,7 +46,7 @@ from stages.common import (
     sweep_experiment,
     tracked_stage,
 )
-from stages.test import RerunsConfig
+from stages.reruns import RerunsConfig
 
 
 def protocol_card(root: Path, manifest: dict, harness: Harness, access: dict) -> dict[str, Any]:

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from heldout.agents.registry import identity_settings
 from heldout.canonical import content_digest
@@ -40,7 +39,6 @@ from heldout.files import json_bytes, staged_outputs
 from heldout.report.closing import closing_verdict
 from heldout.report.inputs import read_rollouts
 from heldout.statistics.counts import pool_runs
-from heldout.statistics.power import MIN_RUNS, too_few_runs
 from heldout.statistics.timing import interleaved, span
 from stages.access_record import (
     ARMS,
@@ -75,44 +73,8 @@ from stages.common import (
     val_scores_digest,
 )
 from stages.progress import EpisodeProgress, speed_metrics
+from stages.reruns import RerunsConfig
 from stages.val_plan import val_plan
-
-
-class RerunsConfig(BaseModel):
-    """`params.reruns`: the run-level drift the verdict carries, measured inside the test
-    access by running both arms `runs` times in all (their own episodes first, then under new
-    seeds, run r of the two under the same seeds); the verdict compares the runs pooled.
-    `episodes`: per task in each of those runs (0: the harness's n): more runs of fewer
-    episodes buy more power per episode and a smaller critical value for the drift
-    (docs/statistics.md, "The cost of runs")."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    runs: int = 12
-    episodes: int = Field(default=2, ge=0)
-
-    def harness(self, harness: Harness) -> Harness:
-        """The harness each test run rolls out under: the params' own, at `episodes` per
-        task."""
-        return harness.model_copy(update={"n": self.episodes}) if self.episodes else harness
-
-    @model_validator(mode="before")
-    @classmethod
-    def _no_arm(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "arm" in data:
-            raise ValueError("reruns.arm is gone: both arms are rerun, run by run under the "
-                             "same seeds (docs/statistics.md, run-level drift); remove it")
-        return data
-
-    @field_validator("runs")
-    @classmethod
-    def _enough(cls, runs: int) -> int:
-        if runs < MIN_RUNS:
-            raise ValueError(f"at least {MIN_RUNS}: " + (too_few_runs(runs) or (
-                "with one run of each arm the test access runs the base's episodes and then "
-                "the candidate's, and drift between those times is not controlled, so the "
-                "verdict could only be \"not decidable: the arms ran at different times\"")))
-        return runs
 
 
 def runs_interleaved(base: list[pd.DataFrame], candidate: list[pd.DataFrame]) -> bool | None:

@@ -23,7 +23,7 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 import pytest
 
-from stages.test import RerunsConfig
+from stages.reruns import RerunsConfig
 from tests.drifting_server import designs, replicate
 from tests.skewed_nulls import Cell, Narrowing
 
