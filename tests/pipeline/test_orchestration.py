@@ -115,7 +115,7 @@ def test_rollouts_on_a_dask_local_cluster_match_the_threads_runner(
     progress = progress_of_latest_flow_run("rollouts")
     assert progress.data == 100.0
     assert progress.description.startswith(f"ck: {episodes}/{episodes} episodes, ")
-    assert "in flight in this process, ETA 0m00s" in progress.description
+    assert "in flight in this process, ETA 0s" in progress.description
 
     shutil.rmtree(project / ".heldout")  # no resume: every episode runs again, on Dask
     set_params(project, "orchestration", task_runner="dask", dask_workers=2)
