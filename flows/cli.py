@@ -167,8 +167,8 @@ def pipeline(
 def _cost(root: Path, targets: list[str] | None, force: bool) -> str:
     """The cost before the spend: ", about N episodes (expected …)" for a whole run, as
     `heldout plan` counts it; nothing for chosen targets or --force, which it does not
-    count. What cannot be counted yet (a sealed task source before its split) is said, and
-    never stops the run."""
+    count. What cannot be counted yet (a sealed task source before its split, or a source the
+    split stage will say is broken) is said once, by the stage, and never stops the run."""
     if targets or force:
         return ""
     from flows.plan import stages_to_run
@@ -178,8 +178,8 @@ def _cost(root: Path, targets: list[str] | None, force: bool) -> str:
     params = read_params(root)
     try:
         counts = split_counts(root, params)[0]
-    except HeldoutError as error:
-        return f" (its cost is not known before the split: {error})"
+    except HeldoutError:  # a sealed source, or one the split stage will name as broken
+        return " (its cost is not known until the split has run)"
     found = forecast(root, params, counts, stages_to_run(root))
     return f", about {found.episodes:,} episodes ({found.pace()})"
 

@@ -167,5 +167,4 @@ def test_the_pipelines_cost_line_never_stops_a_sealed_source_before_its_split(pr
 
     use_source(private, SEALED)
     said = _cost(private, None, False)
-    assert said.startswith(" (its cost is not known before the split: heldout plan: the task "
-                           "source is sealed")
+    assert said == " (its cost is not known until the split has run)"
