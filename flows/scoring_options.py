@@ -39,7 +39,7 @@ ReferenceBOption = Annotated[Path | None, typer.Option(
 
 def _effect(value: float | None) -> float | None:
     if value is not None and not 0 < value <= 1:
-        raise typer.BadParameter(f"an effect size is a difference of pass rates in (0, 1] "
+        raise typer.BadParameter(f"an effect is a difference of pass rates in (0, 1] "
                                  f"(0.05 is 5 points; a loss needs as many tasks as a gain of "
                                  f"its size), got {value}")
     return value
