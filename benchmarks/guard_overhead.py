@@ -20,12 +20,12 @@ REPEATS = 5
 AN_HOUR_NS = 3600 * 10**9
 
 
-def opens_s(path: Path) -> float:
-    """The best of REPEATS runs of OPENS opens and closes of `path`."""
+def opens_s(path: Path, opens: int, repeats: int) -> float:
+    """The best of `repeats` runs of `opens` opens and closes of `path`."""
     best = float("inf")
-    for _ in range(REPEATS):
+    for _ in range(repeats):
         start = time.perf_counter()
-        for _ in range(OPENS):
+        for _ in range(opens):
             with open(path, "rb"):
                 pass
         best = min(best, time.perf_counter() - start)
@@ -33,12 +33,11 @@ def opens_s(path: Path) -> float:
 
 
 def main() -> None:
-    global OPENS, REPEATS
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--opens", type=int, default=OPENS)
     parser.add_argument("--repeats", type=int, default=REPEATS)
     args = parser.parse_args()
-    OPENS, REPEATS = args.opens, args.repeats
+    opens, repeats = args.opens, args.repeats
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         (root / SEALED_TEST).parent.mkdir(parents=True)
@@ -50,13 +49,13 @@ def main() -> None:
         unrelated = root / "unrelated.txt"
         unrelated.write_text("not the test split\n")
 
-        without = opens_s(unrelated)
+        without = opens_s(unrelated, opens, repeats)
         install_guard(root)
-        with_guard = opens_s(unrelated)
+        with_guard = opens_s(unrelated, opens, repeats)
 
-    print(f"{OPENS:,} opens of an unrelated file, best of {REPEATS}:")
-    print(f"  without the guard  {without:.3f} s  ({without / OPENS * 1e6:.2f} µs per open)")
-    print(f"  with the guard     {with_guard:.3f} s  ({with_guard / OPENS * 1e6:.2f} µs per open)")
+    print(f"{opens:,} opens of an unrelated file, best of {repeats}:")
+    print(f"  without the guard  {without:.3f} s  ({without / opens * 1e6:.2f} µs per open)")
+    print(f"  with the guard     {with_guard:.3f} s  ({with_guard / opens * 1e6:.2f} µs per open)")
     print(f"  ratio              {with_guard / without:.2f}×")
 
 

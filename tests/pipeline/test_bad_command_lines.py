@@ -78,5 +78,6 @@ def test_ledger_merge_of_missing_files_and_of_garbage(tmp_path):
 
 
 def test_audit_reason_without_resolve_is_refused(project):
-    refused(heldout("audit", "--reason", "looked at it", cwd=project), "--reason",
-            "--resolve")
+    done = heldout("audit", "--reason", "looked at it", cwd=project)
+    refused(done, "--reason", "--resolve")
+    assert "audit OK" not in done.stdout  # refused before the audit ran, not after it
