@@ -66,6 +66,9 @@ def fresh_env(tmp_path: Path) -> dict[str, str]:
     return user_shell(tmp_path)
 
 
+# The slow tier's (a whole run, then a clone of its commit run again); `make test` keeps what the
+# views write (below) and a clone of a committed run that runs nothing (tests/custody/test_pull.py).
+@pytest.mark.slow
 def test_a_fresh_clone_runs_clean_and_a_commit_of_its_run_is_up_to_date(tmp_path: Path,
                                                                          fresh_env):
     origin = copy_project(tmp_path / "origin")

@@ -441,6 +441,10 @@ def real_prefect_server(tmp_path: Path):
         server.wait(timeout=30)
 
 
+# The slow tier's, beside tests/pipeline/test_deploy.py: `make test` keeps the pipeline flow
+# (test_the_pipeline_flow_lets_dvc_decide_and_records_every_stage) and the deployment's pinning
+# (the fast tests of tests/pipeline/test_deploy.py).
+@pytest.mark.slow
 def test_the_nightly_deployment_is_served_on_its_schedule_and_runs_the_pipeline(
     real_prefect_server: str, project: Path, monkeypatch
 ):

@@ -55,6 +55,10 @@ def stages_run(output: str) -> set[str]:
     return {line.split("'")[1] for line in output.splitlines() if line.startswith("Running stage")}
 
 
+# The slow tier's: the whole pipeline under real `dvc repro`, twice. `make test` keeps a whole
+# run (tests/pipeline/test_terminal.py) and the program kind's end to end
+# (tests/tasks/test_python_program.py).
+@pytest.mark.slow
 def test_dvc_repro_runs_the_pipeline_then_only_what_changed(project: Path, fresh_env):
     checkpoints = {"base": {"agent": "demo", "skill": -0.5},
                    "step_10": {"agent": "demo", "skill": 0.8},

@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from tests.conftest import VERDICT_LINE
 from tests.pipeline.test_pipeline import fresh_env, ledger_of, run, stages_run  # noqa: F401 - fixture
@@ -16,6 +17,9 @@ from tests.repository_fixtures import require_test_python
 REPO = Path(__file__).resolve().parents[2]
 
 
+# The slow tier's: `make test` keeps the repository kind's judging and forgeries
+# (tests/tasks/test_repository_tasks.py, tests/tasks/test_generic_forgeries.py).
+@pytest.mark.slow
 def test_dvc_repro_runs_the_pipeline_on_repository_tasks(project: Path, fresh_env):  # noqa: F811
     require_test_python("subprocess")
     (project / "examples").mkdir(exist_ok=True)
