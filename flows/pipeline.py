@@ -93,7 +93,7 @@ def project_code(root: Path) -> Iterator[None]:
 
 
 class StageErrors:
-    """Where a stage process under this pipeline leaves its user error (flows/cli.py `main`)
+    """Where a stage process under this pipeline leaves its user error (cli/main.py `main`)
     instead of printing it, so that the pipeline says it once, last."""
 
     def __init__(self, path: Path):

@@ -18,7 +18,7 @@ class StageOutcome:
     outcome: Outcome
     wall_s: float
     error: str = ""  # why it failed: the stage's own message, else DVC's reason
-    message: str = ""  # the user error the stage handed back (flows/cli.py `main`), if any
+    message: str = ""  # the user error the stage handed back (cli/main.py `main`), if any
 
 
 def outcomes_after_failure(planned: list[str], done: list[StageOutcome]) -> list[StageOutcome]:

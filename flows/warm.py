@@ -11,7 +11,7 @@ code back. DVC still runs its own command and decides everything else. If the st
 there, the command starts cold, as it always could.
 
 Only the standard library here: the forwarding side runs before anything heavy is imported.
-The starter's entry point is flows/starter.py, which hands `serve` the `heldout` command to
+The starter's entry point is cli/starter.py, which hands `serve` the `heldout` command to
 become: this module never imports the command, so the two do not import each other.
 """
 
@@ -51,7 +51,7 @@ def warm_starts(root: Path) -> Iterator[None]:
         return
     folder = Path(tempfile.mkdtemp(prefix="heldout-warm-"))  # unix socket paths are short
     path = folder / "starter.sock"
-    starter = subprocess.Popen([sys.executable, "-m", "flows.starter", str(path)], cwd=root,
+    starter = subprocess.Popen([sys.executable, "-m", "cli.starter", str(path)], cwd=root,
                                stdin=subprocess.DEVNULL, start_new_session=True)
     os.environ[WARM_ENV] = f"{starter.pid}:{path}"
     try:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("heldout", "stages", "flows")
+PACKAGES = ("heldout", "stages", "flows", "cli")
 MAX_LINES = 400
 
 
@@ -51,16 +51,31 @@ def third_party_roots(name: str) -> set[str]:
 
 
 def test_the_core_imports_neither_stages_flows_prefect_nor_mlflow():
-    offenders = {name: sorted(third_party_roots(name) & {"stages", "flows", "prefect", "mlflow",
-                                                          "prefect_dask", "dvc"})
+    offenders = {name: sorted(third_party_roots(name) & {"stages", "flows", "cli", "prefect",
+                                                          "mlflow", "prefect_dask", "dvc"})
                  for name in MODULES if name.startswith("heldout")}
     assert {name: found for name, found in offenders.items() if found} == {}
 
 
 def test_stages_never_import_flows_or_prefect():
-    offenders = {name: sorted(third_party_roots(name) & {"flows", "prefect", "prefect_dask"})
+    offenders = {name: sorted(third_party_roots(name) & {"flows", "cli", "prefect",
+                                                          "prefect_dask"})
                  for name in MODULES if name.startswith("stages")}
     assert {name: found for name, found in offenders.items() if found} == {}
+
+
+def test_flows_hold_no_command_line():
+    """The command line has its own room (cli/), above the flows: a flow never imports it or
+    typer, every typer app lives there, and Prefect lives in flows/ alone."""
+    offenders = {name: sorted(third_party_roots(name) & {"cli", "typer"})
+                 for name in MODULES if name.startswith("flows")}
+    assert {name: found for name, found in offenders.items() if found} == {}
+    def importers(*libraries: str) -> set[str]:
+        return {name for name in MODULES if third_party_roots(name) & set(libraries)}
+
+    assert importers("typer") <= {name for name in MODULES if name.startswith("cli")}
+    assert importers("prefect", "prefect_dask") <= {name for name in MODULES
+                                                    if name.startswith("flows")}
 
 
 def test_mlflow_is_imported_by_the_tracking_shell_and_docker_by_one_module():
@@ -121,7 +136,7 @@ def test_the_room_rule_catches_a_crossing():
 
 
 def stage_modules() -> set[str]:
-    """A stage is a module of stages/ with a flow of the same name in flows/ (flows/cli.py)."""
+    """A stage is a module of stages/ with a flow of the same name in flows/ (cli/main.py)."""
     return {name for name in MODULES if name.startswith("stages.")
             and f"flows.{name.split('.', 1)[1]}" in MODULES}
 
@@ -160,12 +175,12 @@ def test_there_is_no_import_circle():
 
 
 def test_a_circle_through_a_lazy_import_would_be_found(tmp_path: Path):
-    """The check is not vacuous: flows/warm.py once imported flows/cli.py inside a function,
+    """The check is not vacuous: flows/warm.py once imported cli/main.py inside a function,
     and cli.py imported warm.py."""
     warm = tmp_path / "warm.py"
-    warm.write_text("def become():\n    from flows.cli import main\n")
-    graph = {"flows.warm": imported(warm) & {"flows.cli"}, "flows.cli": {"flows.warm"}}
-    assert import_circles(graph) == [["flows.cli", "flows.warm", "flows.cli"]]
+    warm.write_text("def become():\n    from cli.main import main\n")
+    graph = {"flows.warm": imported(warm) & {"cli.main"}, "cli.main": {"flows.warm"}}
+    assert import_circles(graph) == [["cli.main", "flows.warm", "cli.main"]]
 
 
 @pytest.mark.parametrize("name", sorted(MODULES))

@@ -42,7 +42,7 @@ def test_a_level_that_is_refused_stops_the_ladder_and_is_never_the_knee():
 
 
 def heldout(project: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "flows.cli", *args], cwd=project,
+    return subprocess.run([sys.executable, "-m", "cli.main", *args], cwd=project,
                           capture_output=True, text=True, timeout=300)
 
 

@@ -68,7 +68,7 @@ def orphan(project: Path, *, deleted: bool = False) -> str:
 
 
 def heldout(project: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "flows.cli", *args], cwd=project,
+    return subprocess.run([sys.executable, "-m", "cli.main", *args], cwd=project,
                           capture_output=True, text=True, env=os.environ.copy(), timeout=120)
 
 

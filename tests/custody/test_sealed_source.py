@@ -29,7 +29,7 @@ PLAIN, SEALED = "tasks/private.jsonl", "tasks/private.sealed"
 
 
 def heldout(project: Path, *args: str, key: TestKey = TEAM) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "flows.cli", *args], cwd=project,
+    return subprocess.run([sys.executable, "-m", "cli.main", *args], cwd=project,
                           env={**os.environ, KEY_ENV: key.secret.hex(), "PYTHONPATH": str(REPO)},
                           capture_output=True, text=True, timeout=300)
 
@@ -163,7 +163,7 @@ def test_heldout_tasks_seal_reports_bad_input_in_one_line(project: Path, content
 
 
 def test_the_pipelines_cost_line_never_stops_a_sealed_source_before_its_split(private: Path):
-    from flows.cli import _cost
+    from cli.main import _cost
 
     use_source(private, SEALED)
     said = _cost(private, None, False)

@@ -71,7 +71,7 @@ def test_the_stage_refuses_with_one_line_and_a_refused_ledger_line(selected_copy
     set_params(project, "test", spend={"candidates": [], "reason": ""})
     plan = val_plan(project, "late", "base")
     assert plan_shortfalls(plan)  # a 40-task project: a third of them in val
-    result = subprocess.run([sys.executable, "-m", "flows.cli", "stage", "test"], cwd=project,
+    result = subprocess.run([sys.executable, "-m", "cli.main", "stage", "test"], cwd=project,
                             env=os.environ, capture_output=True, text=True, timeout=300)
     assert result.returncode == 2, result.stderr
     (error,) = error_lines(result.stderr)

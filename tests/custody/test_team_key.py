@@ -34,7 +34,7 @@ def project(selected_copy: Path) -> Path:
 
 def heldout(project: Path, *args: str, key: TestKey | str = TEAM) -> subprocess.CompletedProcess:
     secret = key if isinstance(key, str) else key.secret.hex()
-    return subprocess.run([sys.executable, "-m", "flows.cli", *args], cwd=project,
+    return subprocess.run([sys.executable, "-m", "cli.main", *args], cwd=project,
                           env={**os.environ, KEY_ENV: secret}, capture_output=True, text=True,
                           timeout=300)
 

@@ -114,7 +114,7 @@ def test_the_test_stage_without_the_key_stops_with_one_line_and_records_nothing(
         project: Path, tmp_path):
     env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "empty-config")}
     env.pop(KEY_ENV)
-    result = subprocess.run([sys.executable, "-m", "flows.cli", "stage", "test"], cwd=project,
+    result = subprocess.run([sys.executable, "-m", "cli.main", "stage", "test"], cwd=project,
                             env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 2, result.stderr
     (error,) = error_lines(result.stderr)
@@ -264,7 +264,7 @@ def test_dvc_exp_run_does_not_reach_the_test_split_unless_it_names_the_test(
 def test_a_missing_test_split_is_a_clean_error_before_any_ledger_line(project: Path):
     with sealing():
         (project / SEALED_TEST).unlink()
-    result = subprocess.run([sys.executable, "-m", "flows.cli", "stage", "test"], cwd=project,
+    result = subprocess.run([sys.executable, "-m", "cli.main", "stage", "test"], cwd=project,
                             env=os.environ, capture_output=True, text=True, timeout=300)
     assert result.returncode == 2, result.stderr
     (error,) = error_lines(result.stderr)
@@ -314,7 +314,7 @@ def test_the_split_is_sealed_for_a_team_public_key_it_cannot_open(project: Path,
 
 def test_heldout_key_shows_the_public_half_and_never_the_secret(monkeypatch):
     monkeypatch.setenv(KEY_ENV, f"{'22' * 32},{TEST_KEY_HEX}")
-    shown = subprocess.run([sys.executable, "-m", "flows.cli", "key"], env=os.environ,
+    shown = subprocess.run([sys.executable, "-m", "cli.main", "key"], env=os.environ,
                            capture_output=True, text=True, timeout=120)
     assert shown.returncode == 0, shown.stderr
     lines = shown.stdout.splitlines()

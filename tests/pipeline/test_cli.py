@@ -8,7 +8,7 @@ from pathlib import Path
 
 def heldout(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "flows.cli", *args], cwd=cwd, capture_output=True, text=True
+        [sys.executable, "-m", "cli.main", *args], cwd=cwd, capture_output=True, text=True
     )
 
 
@@ -17,7 +17,7 @@ def test_help_lists_the_commands_without_importing_prefect_or_mlflow():
     assert done.returncode == 0 and "stage" in done.stdout and "tasks" in done.stdout
     probe = subprocess.run(
         [sys.executable, "-c",
-         "import sys; from flows.cli import app; "
+         "import sys; from cli.main import app; "
          "print(sorted(m for m in ('prefect', 'mlflow', 'dvc', 'pandas') if m in sys.modules))"],
         capture_output=True, text=True,
     )
@@ -39,7 +39,7 @@ def test_a_stage_outside_a_project_says_where_to_run(tmp_path: Path):
 
 def test_serve_without_a_prefect_server_says_how_to_get_one(project: Path):
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
-    done = subprocess.run([sys.executable, "-m", "flows.cli", "serve"], cwd=project, env=env,
+    done = subprocess.run([sys.executable, "-m", "cli.main", "serve"], cwd=project, env=env,
                           capture_output=True, text=True)
     assert done.returncode == 2
     assert "a schedule needs a Prefect server" in done.stderr and "PREFECT_API_URL" in done.stderr

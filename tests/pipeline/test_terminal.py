@@ -24,7 +24,7 @@ from stages import params_check
 from tests.chromium import serve_mlflow
 from tests.conftest import REPO, configure_small_project, copy_project
 
-PYTHON_HELDOUT = [sys.executable, "-X", "importtime", "-m", "flows.cli"]
+PYTHON_HELDOUT = [sys.executable, "-X", "importtime", "-m", "cli.main"]
 GIT = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org",
        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.org"}
 STATUS = re.compile(r"^(\S+): (ran in \d+\.\d s|up to date|FAILED after \d+\.\d s.*)$")

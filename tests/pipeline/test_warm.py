@@ -16,7 +16,7 @@ import pytest
 from flows.warm import WARM_ENV, warm_starts
 from tests.conftest import configure_small_project
 
-HELDOUT = [sys.executable, "-X", "importtime", "-m", "flows.cli"]
+HELDOUT = [sys.executable, "-X", "importtime", "-m", "cli.main"]
 
 
 def stage(project: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:

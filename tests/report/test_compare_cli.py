@@ -18,7 +18,7 @@ REPORT_FILES = {"report.md", "report.html", "report.json", "figures"}
 
 def heldout(*args: str | Path) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "flows.cli", *map(str, args)], capture_output=True, text=True
+        [sys.executable, "-m", "cli.main", *map(str, args)], capture_output=True, text=True
     )
 
 

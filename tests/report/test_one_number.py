@@ -64,7 +64,7 @@ def test_every_path_gives_an_arm_the_same_pass_at_1_interval():
 
 
 def heldout(*args: str | Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "flows.cli", *map(str, args)],
+    return subprocess.run([sys.executable, "-m", "cli.main", *map(str, args)],
                           capture_output=True, text=True)
 
 

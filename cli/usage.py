@@ -1,6 +1,6 @@
 """How the `heldout` command reads its command line: a wrong option, argument or command is one
 line naming it (`error: Invalid value for '--workers': -3 is not in the range 1<=x<=1024.`) and
-exit 2, as every error a user can cause is (flows/cli.py), instead of click's boxed usage text.
+exit 2, as every error a user can cause is (cli/main.py), instead of click's boxed usage text.
 """
 
 from __future__ import annotations

@@ -17,18 +17,14 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from flows import (
-    ERROR_FILE_ENV,
-    PIPELINE_RUN_ENV,
-    params_cli,
-    samples_cli,
-    scoring_options,
-    tasks_cli,
-    usage,
-)
-from flows.custody_cli import audit, key, ledger_app
-from flows.plan_cli import plan
-from flows.probe_cli import probe
+from cli import params as params_commands
+from cli import samples as samples_commands
+from cli import scoring_options, usage
+from cli import tasks as tasks_commands
+from cli.custody import audit, key, ledger_app
+from cli.plan import plan
+from cli.probe import probe
+from flows import ERROR_FILE_ENV, PIPELINE_RUN_ENV
 from flows.terminal import quiet_console, quiet_environment, set_verbose
 from flows.warm import WARM_ENV
 from heldout.errors import HeldoutError, StageError
@@ -42,11 +38,11 @@ app = typer.Typer(
 )
 tasks_app = typer.Typer(help="Inspect, validate and seal task files.", no_args_is_help=True)
 app.add_typer(tasks_app, name="tasks")
-tasks_app.command("seal")(tasks_cli.seal)
-tasks_app.command("import-swebench")(tasks_cli.import_swebench)
+tasks_app.command("seal")(tasks_commands.seal)
+tasks_app.command("import-swebench")(tasks_commands.import_swebench)
 params_app = typer.Typer(help="Change params.yaml.", no_args_is_help=True)
 app.add_typer(params_app, name="params")
-params_app.command("use")(params_cli.use)
+params_app.command("use")(params_commands.use)
 app.add_typer(ledger_app, name="ledger")
 app.command()(key)
 app.command()(probe)
@@ -107,13 +103,10 @@ def stage(
         # its flow, its episodes on threads; MLflow and the test-access ledger are the stage's.
         importlib.import_module(f"stages.{name}").run(**arguments)
         return
-    module = importlib.import_module(f"flows.{name}")
-    flow = getattr(module, f"{name}_flow")
-    from prefect import tags
+    from flows import run_stage_flow
 
     quiet_console()
-    with tags(*([f"pipeline:{pipeline_run}"] if pipeline_run else [])):
-        flow(**arguments)
+    run_stage_flow(name, pipeline_run, **arguments)
 
 
 @app.command()
@@ -171,8 +164,8 @@ def _cost(root: Path, targets: list[str] | None, force: bool) -> str:
     split stage will say is broken) is said once, by the stage, and never stops the run."""
     if targets or force:
         return ""
+    from cli.plan import forecast, split_counts
     from flows.plan import stages_to_run
-    from flows.plan_cli import forecast, split_counts
     from stages.params_check import read_params
 
     params = read_params(root)
@@ -239,7 +232,7 @@ def tasks_validate(
 
     tasks = load_tasks(source if source == "humaneval" else Path(source))
     if run:
-        tasks_cli.check_repositories(tasks, sandbox)
+        tasks_commands.check_repositories(tasks, sandbox)
     groups = len({t.group for t in tasks})
     stdout.print(
         f"OK: {len(tasks)} tasks in {groups} groups in {source} "
@@ -305,8 +298,8 @@ def compare(
                                  "checkpoint's run beside each arm), or neither")
 
     same = same_input_warning(base, candidate)
-    setup = samples_cli.scoring(tasks, sandbox, timeout_s, memory_mb, workers, groups=groups)
-    base, candidate = samples_cli.compare_inputs(base, candidate, out, setup)
+    setup = samples_commands.scoring(tasks, sandbox, timeout_s, memory_mb, workers, groups=groups)
+    base, candidate = samples_commands.compare_inputs(base, candidate, out, setup)
     base_table, candidate_table, reruns = pool_runs(
         [read_rollouts(base), *map(read_rollouts, rerun_a or [])],
         [read_rollouts(candidate), *map(read_rollouts, rerun_b or [])])
@@ -329,11 +322,11 @@ def compare(
         markup=False, highlight=False, soft_wrap=True,
     )
     if mlflow:
-        run_id = samples_cli.log_compare(report, out, (base, candidate))
+        run_id = samples_commands.log_compare(report, out, (base, candidate))
         stdout.print(f"MLflow run {run_id}", markup=False, highlight=False)
 
 
-app.command()(samples_cli.score)
+app.command()(samples_commands.score)
 app.command()(audit)
 
 

@@ -1,6 +1,6 @@
-"""The options of `heldout score` and `heldout compare` (flows/samples_cli.py, flows/cli.py),
+"""The options of `heldout score` and `heldout compare` (cli/samples.py, cli/main.py),
 each checked as the command line is read: a value no program could be judged under is one line
-naming the option, exit 2 (flows/usage.py), never a traceback from deep in the sandbox."""
+naming the option, exit 2 (cli/usage.py), never a traceback from deep in the sandbox."""
 
 from __future__ import annotations
 
