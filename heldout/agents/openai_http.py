@@ -42,7 +42,11 @@ from heldout.errors import AgentError
 
 MAX_TOKENS_COUNTED = 10**9  # a usage count above this is a server's bug, not a count
 MAX_COST_USD = 10**6
-MAX_ANSWER_BYTES = 64 << 20
+# An answer larger than this is refused as it streams in, unparsed. A reply of max_tokens at any
+# realistic ceiling (128k tokens, every character JSON-escaped) is a few MiB; parsing the worst
+# valid JSON of this size (8 MiB of `{},`) takes about 200 MiB (benchmarks/bench_input_memory.py),
+# where 64 MiB of it took 1.5 GB.
+MAX_ANSWER_BYTES = 8 << 20
 _HINTS = {
     401: "check api_key_env and the key it holds",
     403: "check api_key_env and the key it holds",
@@ -66,7 +70,7 @@ class _DeadlinePassed(Exception):
 class _Answer:
     status: int
     headers: Mapping[str, str]
-    data: bytes
+    data: bytes | bytearray
 
     @property
     def text(self) -> str:
@@ -209,13 +213,16 @@ class Transport:
         return self._jitter.uniform(ceiling / 2, ceiling)
 
 
-async def _read(response: aiohttp.ClientResponse) -> bytes:
+async def _read(response: aiohttp.ClientResponse) -> bytearray:
+    if (response.content_length or 0) > MAX_ANSWER_BYTES:
+        raise AgentError(f"the answer is larger than {MAX_ANSWER_BYTES >> 20} MiB "
+                         f"({response.content_length:,} bytes announced)")
     data = bytearray()
     async for chunk in response.content.iter_chunked(1 << 16):
         data += chunk
         if len(data) > MAX_ANSWER_BYTES:
             raise AgentError(f"the answer is larger than {MAX_ANSWER_BYTES >> 20} MiB")
-    return bytes(data)
+    return data
 
 
 @dataclass(frozen=True)

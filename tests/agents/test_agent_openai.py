@@ -62,6 +62,8 @@ class FakeServer:
     max_in_flight: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
     release: threading.Event = field(default_factory=threading.Event)
+    streamed: int = 0  # bytes of an "endless" answer the client took before it hung up
+    hung_up: threading.Event = field(default_factory=threading.Event)
 
     @property
     def attempts(self) -> int:
@@ -102,6 +104,9 @@ class _Handler(BaseHTTPRequestHandler):
         if answer is None:
             self.close_connection = True
             return
+        if fault == "endless":
+            self._stream_endlessly(fake)
+            return
         status, payload, headers = answer
         self.send_response(status)
         for name, value in {"Content-Type": "application/json", **headers}.items():
@@ -109,6 +114,25 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
         self.wfile.write(payload)
+
+    def _stream_endlessly(self, fake: FakeServer) -> None:
+        """A valid JSON answer that never says its length and does not end before 256 MiB:
+        the client must stop reading, not the server sending."""
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        chunk = b"[]," * (1 << 18)
+        try:
+            self.wfile.write(b'{"choices": [], "padding": [')
+            while fake.streamed < 256 << 20:
+                self.wfile.write(chunk)
+                fake.streamed += len(chunk)
+        except OSError:
+            pass
+        finally:
+            fake.hung_up.set()
 
     def _answer(
         self, fake: FakeServer, body: dict[str, Any], fault: str | None
@@ -133,6 +157,10 @@ class _Handler(BaseHTTPRequestHandler):
             return 200, b'{"choices": [{"message": ', {}
         if fault == "no-choices":
             return 200, _json({"object": "list", "data": []}), {}
+        if fault == "huge":  # valid JSON, announced: 9 MiB of empty lists
+            return 200, b'{"choices": [], "padding": [' + b"[]," * (3 << 20) + b"[]]}", {}
+        if fault == "endless":
+            return 200, b"", {}
         time.sleep(fake.hold_s)
         if self.path == "/v1/chat/completions":
             prompt = " ".join(m["content"] for m in body["messages"])
@@ -371,6 +399,28 @@ def test_json_that_is_not_a_completion_is_an_error(server: FakeServer, agent_for
     server.faults = ["no-choices"]
     with pytest.raises(AgentError, match=r"not a chat completion \(KeyError: 'choices'\)"):
         agent_for().complete(TASK, 0, 1)
+
+
+def test_an_answer_over_8_mib_is_refused_by_its_announced_length_and_not_retried(
+    server: FakeServer, agent_for
+):
+    server.faults = ["huge"]
+    with pytest.raises(AgentError, match=r"larger than 8 MiB \(9,437,[0-9]{3} bytes announced"):
+        agent_for().complete(TASK, 0, 1)
+    assert server.attempts == 1
+
+
+def test_an_answer_that_never_says_its_length_is_cut_off_as_it_streams(
+    server: FakeServer, agent_for
+):
+    """Parsed, 64 MiB of `[],` took 1.5 GB; read whole, an endless answer takes everything."""
+    server.faults = ["endless"]
+    with pytest.raises(AgentError, match=r"the answer is larger than 8 MiB$"):
+        agent_for().complete(TASK, 0, 1)
+    assert server.hung_up.wait(timeout=30)
+    # What the client took, and what the sockets' buffers held, and no more.
+    assert 8 << 20 <= server.streamed < 24 << 20
+    assert server.attempts == 1
 
 
 def test_requests_in_flight_never_exceed_the_ceiling(server: FakeServer, agent_for):

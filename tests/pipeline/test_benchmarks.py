@@ -18,6 +18,7 @@ HELPERS = {"grid_cli"}  # imported by the grids, not run
 TINY = {
     "alarm_simulation": ["--replications", "3", "--episodes", "2"],
     "bench_decontaminate": ["--train", "300", "--eval", "30", "--workers", "1"],
+    "bench_input_memory": ["--scale", "0.02"],
     "bench_report_scale": ["--tasks", "40"],
     "bench_traces": ["--episodes", "10", "--span-api", "3"],
     "cost_table": ["--replications", "2", "--workers", "1"],
