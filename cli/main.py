@@ -164,6 +164,7 @@ def _cost(root: Path, targets: list[str] | None, force: bool) -> str:
     split stage will say is broken) is said once, by the stage, and never stops the run."""
     if targets or force:
         return ""
+    from cli.paces import Paces
     from cli.plan import forecast, split_counts
     from flows.plan import stages_to_run
     from stages.params_check import read_params
@@ -173,7 +174,7 @@ def _cost(root: Path, targets: list[str] | None, force: bool) -> str:
         counts = split_counts(root, params)[0]
     except HeldoutError:  # a sealed source, or one the split stage will name as broken
         return " (its cost is not known until the split has run)"
-    found = forecast(root, params, counts, stages_to_run(root))
+    found = forecast(root, params, counts, stages_to_run(root), Paces.measured(root, params))
     return f", about {found.episodes:,} episodes ({found.pace()})"
 
 

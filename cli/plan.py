@@ -1,7 +1,9 @@
-"""`heldout plan`: before a long run, what it will cost. The episodes each stage runs (from
-params.yaml and the split), how many the resume cache already holds, the model calls they make
-at most, the wall time they should take at the throughput `heldout probe` measured, and the one
-test access the run will need. Nothing runs, nothing is opened, nothing is recorded.
+"""`heldout plan`: before a long run, what it will cost. The stages `heldout pipeline` would run,
+the episodes each runs (from params.yaml and the split), how many the resume cache already
+holds, the model calls they make at most, the wall time each should take (at the throughput
+`heldout probe` measured for an endpoint, else at the paces of the project's earlier runs,
+cli/paces.py), and what the test stage would do with its access: read recorded results, resume,
+open, or be refused, and why. Nothing runs, nothing is opened, nothing is recorded.
 
 Registered by cli/main.py.
 """
@@ -34,11 +36,17 @@ class StageWork:
     calls_each: int  # model calls an episode makes, at most
     done: int = 0
 
+    @property
+    def run_name(self) -> str:
+        """Its MLflow run's name (stages/rollouts.py: `rollouts:NAME`)."""
+        return self.address.replace("@", ":")
+
 
 def plan() -> None:
     """Print the episodes each stage `heldout pipeline` would run (the stages DVC finds stale,
     and those downstream of one), what the resume cache holds of them, the expected wall time
     at the probed throughput, and the test access the run needs."""
+    from cli.paces import Paces
     from flows.plan import stages_to_run
     from heldout.environment import find_project_root
     from stages.common import read_params
@@ -52,17 +60,18 @@ def plan() -> None:
     if to_run is not None and not to_run:
         say("to run: nothing: every stage is up to date with dvc.lock")
         return
-    found = forecast(root, params, counts, to_run)
+    found = forecast(root, params, counts, to_run, Paces.measured(root, params))
     width = max(len(row.work.stage) for row in found.rows)
     say(f"  {'stage':<{width}}  {'episodes':>9}  {'cached':>9}  {'calls, at most':>14}  expected")
     for row in found.rows:
         item = row.work
-        say(f"  {item.stage:<{width}}  {item.episodes:>9,}  {item.done:>9,}  "
-            f"{item.episodes * item.calls_each:>14,}  {row.expected}")
+        numbers = (f"{item.episodes:>9,}  {item.done:>9,}  {item.episodes * item.calls_each:>14,}"
+                   if item.episodes else f"{'-':>9}  {'-':>9}  {'-':>14}")
+        say(f"  {item.stage:<{width}}  {numbers}  {row.expected}")
     stale = ("every stage (not a git repository yet: DVC has run none here)" if to_run is None
              else f"{len(to_run)} stale stage(s) and those downstream")
     say(f"to run: {found.episodes:,} episodes in {stale}; {found.pace()}")
-    say(test_access_line(root, params) if to_run is None or "test" in to_run else
+    say(access_line(root, params) if to_run is None or "test" in to_run else
         "test access: none: the test stage is up to date (its recorded results stand)")
 
 
@@ -77,7 +86,7 @@ class Planned:
 class Forecast:
     rows: list[Planned]
     seconds: float  # at the measured paces, of the stages that have one
-    unknown: int  # stages to run whose pace no probe measured
+    unknown: int  # stages to run whose pace nothing measured
 
     @property
     def episodes(self) -> int:
@@ -88,30 +97,42 @@ class Forecast:
             return f"expected {_duration(self.seconds)}"
         if self.seconds:
             return (f"expected {_duration(self.seconds)} for the measured stages; "
-                    f"{self.unknown} at a pace no probe measured")
-        return "no stage's pace is measured"
+                    f"{self.unknown} at a pace nothing measured")
+        return ("no stage's pace is measured yet (no earlier run in MLflow, no `heldout probe` "
+                "of an endpoint)")
 
 
 def forecast(root: Path, params: dict[str, Any], counts: dict[str, int],
-             to_run: set[str] | None) -> Forecast:
+             to_run: set[str] | None, paces: Any) -> Forecast:
     """What each stage would run of its episodes (nothing where DVC finds it up to date; every
-    stage where `to_run` is None), and how long at the probed paces."""
+    stage where `to_run` is None), and how long: at a probed endpoint's throughput, else at
+    `paces` (cli.paces.Paces, the project's earlier runs)."""
     rows, seconds, unknown = [], 0.0, 0
     for item in stage_work(root, params, counts):
-        rate, how = episode_rate(root, params, item)
         runs = to_run is None or item.address in to_run
         left = item.episodes - item.done if runs else 0
         if not runs:
             expected = "up to date"
-        elif left == 0:
+        elif item.episodes and left == 0 and item.address.startswith("rollouts@"):
             expected = "done"
-        elif rate is None:
-            expected, unknown = how, unknown + 1
         else:
-            seconds += left / rate
-            expected = f"{_duration(left / rate)} at {rate:.3g} ep/s ({how})"
+            took, how = stage_seconds(root, params, item, left, paces)
+            if took is None:
+                expected, unknown = how, unknown + 1
+            else:
+                seconds += took
+                expected = f"{_duration(took)} ({how})"
         rows.append(Planned(item, left, expected))
     return Forecast(rows, seconds, unknown)
+
+
+def stage_seconds(root: Path, params: dict[str, Any], item: StageWork, left: int,
+                  paces: Any) -> tuple[float | None, str]:
+    rate, how = episode_rate(root, params, item)
+    if rate is not None:
+        return left / rate, f"at {rate:.3g} ep/s, {how}"
+    took, measured = paces.seconds(item.run_name, left)
+    return (took, measured) if took is not None else (None, f"{how}; {measured}")
 
 
 def split_counts(root: Path, params: dict[str, Any]) -> tuple[dict[str, int], str]:
@@ -143,10 +164,13 @@ def stage_work(root: Path, params: dict[str, Any], counts: dict[str, int]) -> li
     harness = section(params, "harness", Harness)
     checkpoints = params.get("checkpoints") or {}
     val, test = counts["val"], counts["test"]
-    work = [StageWork(f"rollouts:{name}", f"rollouts@{name}", name, val * harness.n,
-                      calls_each(settings, harness), cached(root, params, name, settings, harness))
-            for name, settings in checkpoints.items()]
+    work = [StageWork(stage, stage, None, 0, 0) for stage in ("split", "decontaminate")]
+    work += [StageWork(f"rollouts:{name}", f"rollouts@{name}", name, val * harness.n,
+                       calls_each(settings, harness), cached(root, params, name, settings,
+                                                             harness))
+             for name, settings in checkpoints.items()]
     work.append(StageWork("score (oracle, blind canaries)", "score", None, 2 * val, 0))
+    work.append(StageWork("select", "select", None, 0, 0))
     sweep = params.get("sensitivity") or {}
     settings = 1 + sum(len(values) for values in (sweep.get("fields") or {}).values())
     arms = len(sweep.get("checkpoints") or []) + 1
@@ -157,6 +181,7 @@ def stage_work(root: Path, params: dict[str, Any], counts: dict[str, int]) -> li
     work.append(StageWork(f"test (2 arms x {reruns.runs} runs x {per_run} episodes)", "test",
                           base, 2 * reruns.runs * test * per_run,
                           calls_each(checkpoints.get(base, {}), harness)))
+    work.append(StageWork("report", "report", None, 0, 0))
     return work
 
 
@@ -193,6 +218,8 @@ def cached(root: Path, params: dict[str, Any], name: str, settings: dict[str, An
 def episode_rate(root: Path, params: dict[str, Any], item: StageWork) -> tuple[float | None, str]:
     """Episodes a second for this stage's work, and where the number comes from."""
     settings = (params.get("checkpoints") or {}).get(item.checkpoint or "", {})
+    if not item.episodes:
+        return None, "no episodes"
     if settings.get("agent") != "openai":
         return None, "no endpoint: a local agent" if item.checkpoint else "several agents"
     probed = root / PROBES / f"{_file_name(item.checkpoint)}.json"
@@ -211,28 +238,34 @@ def _rollouts_in_flight(params: dict[str, Any]) -> int:
     return section(params, "rollouts", RolloutsConfig).in_flight
 
 
-def test_access_line(root: Path, params: dict[str, Any]) -> str:
-    """The access the test stage will need, and what the ledger already holds."""
+def access_line(root: Path, params: dict[str, Any]) -> str:
+    """What the test stage would do with its access, from the ledger and the files in place
+    (heldout.custody.foresight): read recorded results, resume, open, or be refused, and why."""
+    from heldout.custody.foresight import forecast_access
     from heldout.custody.guard import LEDGER
-    from heldout.custody.history import accesses
+    from heldout.custody.identity import ParamsReads
     from heldout.custody.ledger import read_ledger
-    from heldout.episodes.harness import Harness
+    from stages.access_inputs import access_inputs
+    from stages.access_record import results_in_place
     from stages.catalog import MANIFEST, SELECTION
-    from stages.common import section
 
-    fingerprint = section(params, "harness", Harness).fingerprint()
-    candidate = (json.loads((root / SELECTION).read_text(encoding="utf-8"))["chosen"]
-                 if (root / SELECTION).exists() else "the checkpoint select will choose")
-    if not (root / MANIFEST).exists():
-        version, earlier = "the split's", 0
-    else:
-        version = json.loads((root / MANIFEST).read_text(encoding="utf-8"))["test_version"]
-        earlier = len(accesses(read_ledger(root / LEDGER), version)) if (
-            root / LEDGER).exists() else 0
-    return (f"test access: one, opening test set {version[:12]} for {candidate} against "
-            f"{params.get('base')} under harness {fingerprint[:12]}; the ledger holds {earlier} "
-            "earlier access(es) of this test set. Reading results already recorded opens "
-            "nothing.")
+    if not (root / MANIFEST).exists() or not (root / SELECTION).exists():
+        return ("test access: one, for the checkpoint select will choose against "
+                f"{params.get('base')}; what it opens is known once the split and select have "
+                "run (`heldout plan` again then)")
+    inputs = access_inputs(root, ParamsReads(params))
+    key = inputs.key
+    in_place = results_in_place(root)
+    foreseen = forecast_access(
+        read_ledger(root / LEDGER) if (root / LEDGER).exists() else [], key, inputs.identity,
+        reason=inputs.test.reaccess.reason, reason_for=inputs.test.reaccess.access,
+        source=str(inputs.manifest["source"]), excluded=inputs.excluded,
+        results_in_place=in_place.get("access_id") if in_place else None)
+    arms = f"{key.candidate} against {key.base} (if select keeps choosing {key.candidate})"
+    return {"reads": f"test access: none: {foreseen.why}",
+            "resumes": f"test access: resumed, {arms}: {foreseen.why}",
+            "opens": f"test access: opens, {arms}: {foreseen.why}",
+            "refused": f"test access: REFUSED, {arms}: {foreseen.why}"}[foreseen.outcome]
 
 
 def _duration(seconds: float) -> str:

@@ -12,34 +12,32 @@ this access's closed results are not an access: the stage ends without opening t
 
 from __future__ import annotations
 
-import json
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from heldout.agents.registry import identity_settings
 from heldout.canonical import content_digest
 from heldout.custody.access_params import TestConfig
 from heldout.custody.anchor import stage_ledger
-from heldout.custody.guard import TestSetAccessError
 from heldout.custody.history import accesses, models_evaluated
-from heldout.custody.identity import ParamsReads, access_identity, identity_digest
+from heldout.custody.identity import ParamsReads
 from heldout.custody.keys import CustodyConfig, opening_key, require_team_key
 from heldout.custody.ledger import LedgerStore, read_ledger
-from heldout.custody.lock import AccessKey, TestLock, refuse
+from heldout.custody.lock import TestLock, refuse
 from heldout.custody.seal import seal
 from heldout.custody.spend import spend_refusal, spent_reason
 from heldout.episodes.chunks import ChunkExecutor
 from heldout.episodes.harness import Harness
-from heldout.episodes.rollout import RolloutsConfig, roll_out
+from heldout.episodes.rollout import roll_out
 from heldout.episodes.rows import TIMING_COLUMNS, outcome_table, rollout_table
 from heldout.files import json_bytes, staged_outputs
 from heldout.report.closing import closing_verdict
 from heldout.report.inputs import read_rollouts
 from heldout.statistics.counts import pool_runs
 from heldout.statistics.timing import interleaved, span
+from stages.access_inputs import access_inputs
 from stages.access_record import (
     ARMS,
     TIMINGS,
@@ -55,17 +53,13 @@ from stages.catalog import (
     LEDGER,
     RERUNS,
     SEALED_TEST_EPISODES,
-    SELECTION,
     test_rollout_file,
 )
 from stages.common import (
-    checkpoint_settings,
-    excluded_ids,
     git_commit,
     log_split_input,
     project_root,
     protocol_tags,
-    read_manifest,
     read_params,
     section,
     sweep_experiment,
@@ -73,7 +67,6 @@ from stages.common import (
     val_scores_digest,
 )
 from stages.progress import EpisodeProgress, speed_metrics
-from stages.reruns import RerunsConfig
 from stages.val_plan import val_plan
 
 
@@ -91,13 +84,6 @@ def not_in_a_sweep(experiment: str) -> str:
             "`select` and the test split stays closed (nothing opened, nothing recorded). To "
             f"run the test in an experiment, name it: dvc exp run -n {experiment} -S "
             f"test.experiment={experiment}")
-
-
-def read_selection(root: Path) -> dict[str, Any]:
-    path = root / SELECTION
-    if not path.is_file():
-        raise TestSetAccessError(f"{path}: missing; the test stage runs only after `select`")
-    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def check_selection(root: Path, selection: dict, manifest: dict, harness: Harness) -> str | None:
@@ -132,33 +118,20 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
     # Every params value this stage reads is recorded and goes into the access's identity
     # (heldout.custody.identity); nothing reads params.yaml here but through it.
     params = ParamsReads(read_params(root))
-    harness = section(params, "harness", Harness)
-    config = section(params, "rollouts", RolloutsConfig)
-    test_config = section(params, "test", TestConfig)
-    experiment = sweep_experiment(test_config.experiment)
+    experiment = sweep_experiment(section(params, "test", TestConfig).experiment)
     if experiment:
         # Before the key, the ledger or an MLflow run: a sweep attempts no access. The outputs
         # stay the last access's, so the experiment's dvc.lock names those.
         print(not_in_a_sweep(experiment))
         return {"not_run": experiment}
-    reaccess = test_config.reaccess
-    reruns_config = section(params, "reruns", RerunsConfig)
     test_key = opening_key(section(params, "custody", CustodyConfig))
     require_team_key(LedgerStore.open(root), test_key)  # a key the store does not know: refused
-    manifest = read_manifest(root)
-    selection = read_selection(root)
-    names = {"candidate": selection["chosen"], "base": params.get("base")}
-    settings = {arm: checkpoint_settings(params, name) for arm, name in names.items()}
-    identities = {arm: content_digest(identity_settings(value))
-                  for arm, value in settings.items()}
-    excluded = excluded_ids(root, "test")
-    content_version = manifest.get("test_content_version") or manifest["test_version"]
-    identity = access_identity(params, {
-        "test_version": manifest["test_version"], "content_version": content_version,
-        "task_source": manifest["source"], "excluded_test": sorted(excluded), "arms": names})
-    key = AccessKey(manifest["test_version"], names["candidate"], names["base"],
-                    harness.fingerprint(), identities["candidate"], identities["base"],
-                    content_version, identity_digest(identity))
+    inputs = access_inputs(root, params)
+    harness, config, test_config = inputs.harness, inputs.rollouts, inputs.test
+    reaccess, reruns_config = test_config.reaccess, inputs.reruns
+    manifest, selection, names, settings = (inputs.manifest, inputs.selection, inputs.names,
+                                            inputs.settings)
+    excluded, identity, key = inputs.excluded, inputs.identity, inputs.key
     # Reading results is not an access: outputs already holding this access's closed results
     # (pulled from a DVC remote, or left by the last run) end the stage here, before any MLflow
     # run or ledger line.

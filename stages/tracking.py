@@ -12,6 +12,7 @@ import sys
 import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import closing, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -174,6 +175,38 @@ def stage_run(
         tags={_tag(key): str(value) for key, value in tags.items()},
     ) as run:
         yield StageRun(run.info.run_id, experiment_id)
+
+
+@dataclass(frozen=True)
+class LastRun:
+    """What a stage's last finished run took: its wall time, and for a stage that runs
+    episodes, how many it ran (not from the resume cache) and their seconds."""
+
+    seconds: float
+    episodes_run: int = 0
+    episodes_s: float = 0.0
+
+
+def last_runs(project_root: Path, config: TrackingConfig) -> dict[str, LastRun]:
+    """The latest finished run of each run name (`rollouts:base`, `score`, ...) in the project's
+    experiment: the paces `heldout plan` prices the next run at. Empty if there is none."""
+    import mlflow
+
+    client = mlflow.MlflowClient(tracking_uri(project_root))
+    experiment = client.get_experiment_by_name(config.experiment)
+    if experiment is None:
+        return {}
+    found: dict[str, LastRun] = {}
+    for run in client.search_runs([experiment.experiment_id], "attributes.status = 'FINISHED'",
+                                  order_by=["attributes.start_time DESC"], max_results=2000):
+        name, metrics = run.info.run_name, run.data.metrics
+        if name in found or not run.info.end_time:
+            continue
+        found[name] = LastRun(
+            seconds=(run.info.end_time - run.info.start_time) / 1000,
+            episodes_run=int(metrics.get("episodes", 0) - metrics.get("resumed", 0)),
+            episodes_s=float(metrics.get("episodes_s", 0.0)))
+    return found
 
 
 # The runs an audit reads: tagged by the test stage, refused by a stage's guard, or holding the

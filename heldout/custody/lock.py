@@ -168,42 +168,9 @@ class TestLock:
                                      recorded=True) from None
 
     def _why_refused(self, entries: list[dict[str, Any]]) -> str | None:
-        """Why this identity may not open: earlier accesses opened some of its tasks and the
-        reason is missing, names another access, or was already spent on one."""
         assert self._tests is not None
-        sharing, seen = seen_tasks(entries, self._tests)
-        if not sharing:
-            return None
-        last = sharing[-1]
-        this = (f"candidate {self.key.candidate} (settings {self.key.candidate_settings[:12]}) "
-                f"vs {self.key.base} (settings {self.key.base_settings[:12]}), harness "
-                f"{self.key.harness[:12]}, access id {self.key.access_id}")
-        if not self.reason:
-            changes = changed_inputs(last.get("identity"), self.identity)
-            shown = "; ".join(changes[:6]) + (f"; and {len(changes) - 6} more"
-                                              if len(changes) > 6 else "")
-            return (f"{len(seen)} of the {len(self._tests.task_ids)} test tasks this access "
-                    f"would open were already opened by {len(sharing)} earlier access(es) "
-                    f"(last: ledger line {last['seq']}, {last['time']}, by {last['user']}, "
-                    f"test set {last.get('content_version') or last['test_version']}, candidate "
-                    f"{last['candidate']} (settings "
-                    f"{(last.get('candidate_settings') or '?')[:12]}) vs {last['base']} "
-                    f"(settings {(last.get('base_settings') or '?')[:12]})). This access "
-                    f"({this}) differs from it in: {shown}. It would be access number "
-                    f"{len(sharing) + 1} to those tasks: a closed access's numbers are fixed, "
-                    "and another look is a new access. If you must, set "
-                    "params.test.reaccess.reason to why and params.test.reaccess.access to "
-                    f"{self.key.candidate}: it will be recorded, counted and spent")
-        if self.reason_for not in (self.key.candidate, self.key.access_id):
-            return (f"params.test.reaccess names access {self.reason_for or '(none)'!r}, and "
-                    f"this access is {this}: a reason justifies only the access it names")
-        spent = next((e for e in entries if e["outcome"] == "opened"
-                      and (e.get("reason") or "").strip() == self.reason), None)
-        if spent is not None:
-            return (f"the reason {self.reason!r} was spent by ledger line {spent['seq']} "
-                    f"({spent['time']}, candidate {spent['candidate']}): a new access needs a "
-                    "new reason")
-        return None
+        return why_refused(entries, self._tests, self.key, self.identity, self.reason,
+                           self.reason_for)
 
     def _unseal(self) -> list[Task]:
         path = self.root / SEALED_TEST
@@ -239,6 +206,45 @@ class TestLock:
 
     def __exit__(self, *exc: object) -> None:
         self._open.close()
+
+
+def why_refused(entries: list[dict[str, Any]], tests: TestSet, key: AccessKey,
+                identity: dict[str, Any], reason: str, reason_for: str) -> str | None:
+    """Why this identity may not open these tasks: earlier accesses opened some of them and the
+    reason is missing, names another access, or was already spent on one (None: it may)."""
+    sharing, seen = seen_tasks(entries, tests)
+    if not sharing:
+        return None
+    last = sharing[-1]
+    this = (f"candidate {key.candidate} (settings {key.candidate_settings[:12]}) "
+            f"vs {key.base} (settings {key.base_settings[:12]}), harness "
+            f"{key.harness[:12]}, access id {key.access_id}")
+    if not reason:
+        changes = changed_inputs(last.get("identity"), identity)
+        shown = "; ".join(changes[:6]) + (f"; and {len(changes) - 6} more"
+                                          if len(changes) > 6 else "")
+        return (f"{len(seen)} of the {len(tests.task_ids)} test tasks this access "
+                f"would open were already opened by {len(sharing)} earlier access(es) "
+                f"(last: ledger line {last['seq']}, {last['time']}, by {last['user']}, "
+                f"test set {last.get('content_version') or last['test_version']}, candidate "
+                f"{last['candidate']} (settings "
+                f"{(last.get('candidate_settings') or '?')[:12]}) vs {last['base']} "
+                f"(settings {(last.get('base_settings') or '?')[:12]})). This access "
+                f"({this}) differs from it in: {shown}. It would be access number "
+                f"{len(sharing) + 1} to those tasks: a closed access's numbers are fixed, "
+                "and another look is a new access. If you must, set "
+                "params.test.reaccess.reason to why and params.test.reaccess.access to "
+                f"{key.candidate}: it will be recorded, counted and spent")
+    if reason_for not in (key.candidate, key.access_id):
+        return (f"params.test.reaccess names access {reason_for or '(none)'!r}, and "
+                f"this access is {this}: a reason justifies only the access it names")
+    spent = next((e for e in entries if e["outcome"] == "opened"
+                  and (e.get("reason") or "").strip() == reason), None)
+    if spent is not None:
+        return (f"the reason {reason!r} was spent by ledger line {spent['seq']} "
+                f"({spent['time']}, candidate {spent['candidate']}): a new access needs a "
+                "new reason")
+    return None
 
 
 def refuse(root: Path, key: AccessKey, why: str, **context: Any) -> None:

@@ -73,7 +73,7 @@ def test_probe_finds_the_servers_capacity_and_plan_prices_the_run_with_it(tmp_pa
     assert planned.returncode == 0, planned.stderr
     line = next(row for row in planned.stdout.splitlines() if "rollouts:served" in row)
     rate = record["knee"]["throughput"]
-    assert f"ep/s (probe: {rate:.3g} req/s at {record['knee']['in_flight']} in flight)" in line
+    assert f"ep/s, probe: {rate:.3g} req/s at {record['knee']['in_flight']} in flight)" in line
     assert "no endpoint: a local agent" in next(
         row for row in planned.stdout.splitlines() if "rollouts:base" in row)
     assert "test access: one" in planned.stdout
@@ -95,6 +95,15 @@ def test_plan_counts_what_the_resume_cache_holds(tmp_path, monkeypatch):
     assert rows["rollouts:base"][1:4] == [f"{done:,}", f"{done:,}", f"{done:,}"]
     assert rows["rollouts:base"][4] == "done"
     assert rows["rollouts:other"][2] == "0"
+    # Priced at the pace base's run measured (MLflow): its seconds an episode, times other's.
+    import mlflow
+
+    [run] = mlflow.MlflowClient().search_runs(
+        [mlflow.MlflowClient().get_experiment_by_name("heldout").experiment_id],
+        "attributes.run_name = 'rollouts:base'")
+    each = run.data.metrics["episodes_s"] / run.data.metrics["episodes"]
+    other = next(line for line in planned.stdout.splitlines() if "rollouts:other" in line)
+    assert f"({each:.3g} s an episode, the median of 1 rollout run(s))" in other
     manifest = yaml.safe_load((project / "data/split/manifest.json").read_text())
     assert f"{manifest['counts']['val']} val and {manifest['counts']['test']} test" in (
         planned.stdout)
