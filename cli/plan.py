@@ -98,8 +98,8 @@ class Forecast:
         if self.seconds:
             return (f"expected {_duration(self.seconds)} for the measured stages; "
                     f"{self.unknown} at a pace nothing measured")
-        return ("no stage's pace is measured yet (no earlier run in MLflow, no `heldout probe` "
-                "of an endpoint)")
+        return ("no stage's pace is measured yet: no earlier run in MLflow, no `heldout probe` "
+                "of an endpoint")
 
 
 def forecast(root: Path, params: dict[str, Any], counts: dict[str, int],

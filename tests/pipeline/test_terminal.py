@@ -334,6 +334,16 @@ def test_a_good_run_is_one_line_per_stage_and_a_no_op_starts_nothing(small: Path
     assert status == {stage: "up to date" for stage in STAGES if stage != "report"}
     assert len(pipeline_runs(small)) == 2
 
+    # The plan prices what is stale at its last run's pace, from MLflow (issue 39 item 2).
+    code.write_text(code.read_text() + "# again\n")
+    again = heldout(small, "plan")
+    assert again.returncode == 0, again.stdout
+    rows = {line.split()[0]: line for line in again.stdout.splitlines() if line.startswith("  ")}
+    assert re.search(r" \d+ s \(its last run\)$", rows["report"]), again.stdout
+    assert rows["split"].endswith("up to date") and rows["test"].endswith("up to date")
+    assert re.search(r"^to run: 0 episodes in 1 stale stage\(s\) and those downstream; "
+                     r"expected \d+ s$", again.stdout, re.MULTILINE), again.stdout
+
 
 def test_a_bare_stage_runs_without_prefect_and_still_logs_to_mlflow(small: Path):
     done = subprocess.run([*PYTHON_HELDOUT, "stage", "split"], cwd=small, env=run_env(small),
