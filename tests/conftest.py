@@ -242,9 +242,10 @@ def sandbox(request):
 # --- a project run through `select`, for the custody suites --------------------------------
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def selected(tmp_path_factory) -> Path:
-    """A project run through select, built once per module; each test gets its own copy."""
+    """A project run through select, built once per session (eleven modules use it; each built
+    it, once per module, for 20-30 s): no test changes it, each gets its own copy."""
     from stages import rollouts, score, select, split
 
     project = copy_project(tmp_path_factory.mktemp("selected") / "project")
@@ -256,13 +257,25 @@ def selected(tmp_path_factory) -> Path:
             rollouts.run(name, project)
         score.run(project)
         select.run(project)
+    BUILT[project] = tree_state(project)
     return project
+
+
+BUILT: dict[Path, list[tuple[str, int, int]]] = {}
+
+
+def tree_state(root: Path) -> list[tuple[str, int, int]]:
+    """Every file under `root`, with its size and modification time."""
+    return sorted((str(path.relative_to(root)), path.stat().st_size, path.stat().st_mtime_ns)
+                  for path in root.rglob("*") if path.is_file())
 
 
 @pytest.fixture
 def selected_copy(selected: Path, tmp_path: Path, monkeypatch) -> Path:
     from heldout.custody.guard import sealing
 
+    # Shared by the session: a test that changed it would change every later test's start.
+    assert tree_state(selected) == BUILT[selected], "a test changed the shared `selected` project"
     copy = tmp_path / "selected"
     with sealing():  # this process guards `selected`; copying it is not reading it
         shutil.copytree(selected, copy)
