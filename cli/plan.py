@@ -60,7 +60,8 @@ def plan() -> None:
     if to_run is not None and not to_run:
         say("to run: nothing: every stage is up to date with dvc.lock")
         return
-    found = forecast(root, params, counts, to_run, Paces.measured(root, params))
+    access = foreseen_access(root, params) if to_run is None or "test" in to_run else None
+    found = forecast(root, params, counts, to_run, Paces.measured(root, params), access)
     width = max(len(row.work.stage) for row in found.rows)
     say(f"  {'stage':<{width}}  {'episodes':>9}  {'cached':>9}  {'calls, at most':>14}  expected")
     for row in found.rows:
@@ -71,8 +72,10 @@ def plan() -> None:
     stale = ("every stage (not a git repository yet: DVC has run none here)" if to_run is None
              else f"{len(to_run)} stale stage(s) and those downstream")
     say(f"to run: {found.episodes:,} episodes in {stale}; {found.pace()}")
-    say(access_line(root, params) if to_run is None or "test" in to_run else
-        "test access: none: the test stage is up to date (its recorded results stand)")
+    if to_run is not None and "test" not in to_run:
+        say("test access: none: the test stage is up to date (its recorded results stand)")
+    else:
+        say(access.line() if access else access_line(root, params))
 
 
 @dataclass(frozen=True)
@@ -103,15 +106,21 @@ class Forecast:
 
 
 def forecast(root: Path, params: dict[str, Any], counts: dict[str, int],
-             to_run: set[str] | None, paces: Any) -> Forecast:
+             to_run: set[str] | None, paces: Any, access: ForeseenAccess | None) -> Forecast:
     """What each stage would run of its episodes (nothing where DVC finds it up to date; every
-    stage where `to_run` is None), and how long: at a probed endpoint's throughput, else at
-    `paces` (cli.paces.Paces, the project's earlier runs)."""
+    stage where `to_run` is None; none in a test stage that will read recorded results or be
+    refused), and how long: at a probed endpoint's throughput, else at `paces`
+    (cli.paces.Paces, the project's earlier runs)."""
     rows, seconds, unknown = [], 0.0, 0
     for item in stage_work(root, params, counts):
         runs = to_run is None or item.address in to_run
         left = item.episodes - item.done if runs else 0
-        if not runs:
+        if runs and item.address == "test" and access and access.outcome in ("reads", "refused"):
+            left = 0
+            seconds += paces.start_cost()
+            expected = ("reads the recorded results" if access.outcome == "reads" else
+                        "refused: it runs no episode (below)")
+        elif not runs:
             expected = "up to date"
         elif item.episodes and left == 0 and item.address.startswith("rollouts@"):
             expected = "done"
@@ -123,6 +132,8 @@ def forecast(root: Path, params: dict[str, Any], counts: dict[str, int],
                 seconds += took
                 expected = f"{_duration(took)} ({how})"
         rows.append(Planned(item, left, expected))
+    if seconds and (to_run is None or to_run):
+        seconds += paces.pipeline_cost()
     return Forecast(rows, seconds, unknown)
 
 
@@ -158,24 +169,31 @@ def split_counts(root: Path, params: dict[str, Any]) -> tuple[dict[str, int], st
 
 def stage_work(root: Path, params: dict[str, Any], counts: dict[str, int]) -> list[StageWork]:
     from heldout.episodes.harness import Harness
+    from heldout.episodes.sweep import SensitivityConfig, plan_settings
     from stages.common import section
     from stages.reruns import RerunsConfig
+    from stages.score import CANARIES
 
     harness = section(params, "harness", Harness)
     checkpoints = params.get("checkpoints") or {}
     val, test = counts["val"], counts["test"]
+    cache = Cached(root, params)
     work = [StageWork(stage, stage, None, 0, 0) for stage in ("split", "decontaminate")]
     work += [StageWork(f"rollouts:{name}", f"rollouts@{name}", name, val * harness.n,
-                       calls_each(settings, harness), cached(root, params, name, settings,
-                                                             harness))
+                       calls_each(settings, harness), cache.count(settings, harness))
              for name, settings in checkpoints.items()]
-    work.append(StageWork("score (oracle, blind canaries)", "score", None, 2 * val, 0))
+    single = harness.model_copy(update={"n": 1})  # the canaries' (stages/score.py)
+    work.append(StageWork("score (oracle, blind canaries)", "score", None, 2 * val, 0,
+                          sum(cache.count(agent, single) for agent in CANARIES.values())))
     work.append(StageWork("select", "select", None, 0, 0))
-    sweep = params.get("sensitivity") or {}
-    settings = 1 + sum(len(values) for values in (sweep.get("fields") or {}).values())
-    arms = len(sweep.get("checkpoints") or []) + 1
-    work.append(StageWork("sensitivity", "sensitivity", None,
-                          settings * arms * val * sweep.get("n", 1), harness.max_turns))
+    if "sensitivity" in params:
+        sweep = section(params, "sensitivity", SensitivityConfig)
+        arms = [checkpoints.get(name, {}) for name in sweep.checkpoints] + [sweep.reference]
+        settings = plan_settings(harness, sweep.fields, sweep.n)
+        work.append(StageWork(
+            "sensitivity", "sensitivity", None,
+            sum(val * setting.harness.n for setting in settings) * len(arms), harness.max_turns,
+            sum(cache.count(agent, setting.harness) for agent in arms for setting in settings)))
     reruns = section(params, "reruns", RerunsConfig)
     base, per_run = params.get("base"), reruns.harness(harness).n
     work.append(StageWork(f"test (2 arms x {reruns.runs} runs x {per_run} episodes)", "test",
@@ -192,27 +210,34 @@ def calls_each(settings: dict[str, Any], harness: Any) -> int:
     return 1 if single and settings.get("policy") in (None, "") else harness.max_turns
 
 
-def cached(root: Path, params: dict[str, Any], name: str, settings: dict[str, Any],
-           harness: Any) -> int:
-    """How many of a checkpoint's val episodes the resume cache holds (0 before the split)."""
-    from heldout.agents.registry import identity_settings
-    from heldout.canonical import content_digest
-    from heldout.episodes.cache import EpisodeCache
-    from heldout.episodes.episode import episode_key_for, plan_episodes
-    from heldout.episodes.rollout import RolloutsConfig
-    from heldout.tasks.sources import load_tasks
-    from stages.catalog import split_file
-    from stages.common import section
+class Cached:
+    """How many of an agent's val episodes under a harness the resume cache holds (0 before
+    the split): keyed as the rollouts and the sweep key them (heldout.episodes.episode)."""
 
-    if not (root / split_file("val")).exists():
-        return 0
-    key = episode_key_for(harness, content_digest(identity_settings(settings)))
-    keys = [key(e) for e in plan_episodes(load_tasks(root / split_file("val")), harness)]
-    cache = EpisodeCache(root / section(params, "rollouts", RolloutsConfig).cache)
-    try:
-        return len(cache.read(keys).rows)
-    finally:
-        cache.close()
+    def __init__(self, root: Path, params: dict[str, Any]):
+        from heldout.episodes.rollout import RolloutsConfig
+        from heldout.tasks.sources import load_tasks
+        from stages.catalog import split_file
+        from stages.common import section
+
+        val = root / split_file("val")
+        self.tasks = load_tasks(val) if val.exists() else []
+        self.folder = root / section(params, "rollouts", RolloutsConfig).cache
+
+    def count(self, settings: dict[str, Any], harness: Any) -> int:
+        from heldout.agents.registry import identity_settings
+        from heldout.canonical import content_digest
+        from heldout.episodes.cache import EpisodeCache
+        from heldout.episodes.episode import episode_key_for, plan_episodes
+
+        if not self.tasks:
+            return 0
+        key = episode_key_for(harness, content_digest(identity_settings(settings)))
+        cache = EpisodeCache(self.folder)
+        try:
+            return len(cache.read([key(e) for e in plan_episodes(self.tasks, harness)]).rows)
+        finally:
+            cache.close()
 
 
 def episode_rate(root: Path, params: dict[str, Any], item: StageWork) -> tuple[float | None, str]:
@@ -238,9 +263,25 @@ def _rollouts_in_flight(params: dict[str, Any]) -> int:
     return section(params, "rollouts", RolloutsConfig).in_flight
 
 
-def access_line(root: Path, params: dict[str, Any]) -> str:
+@dataclass(frozen=True)
+class ForeseenAccess:
+    key: Any  # heldout.custody.lock.AccessKey
+    outcome: str  # heldout.custody.foresight.OUTCOMES
+    why: str
+
+    def line(self) -> str:
+        key = self.key
+        arms = f"{key.candidate} against {key.base} (if select keeps choosing {key.candidate})"
+        return {"reads": f"test access: none: {self.why}",
+                "resumes": f"test access: resumed, {arms}: {self.why}",
+                "opens": f"test access: opens, {arms}: {self.why}",
+                "refused": f"test access: REFUSED, {arms}: {self.why}"}[self.outcome]
+
+
+def foreseen_access(root: Path, params: dict[str, Any]) -> ForeseenAccess | None:
     """What the test stage would do with its access, from the ledger and the files in place
-    (heldout.custody.foresight): read recorded results, resume, open, or be refused, and why."""
+    (heldout.custody.foresight): read recorded results, resume, open, or be refused, and why.
+    None before the split and select have run: the access is not known yet."""
     from heldout.custody.foresight import forecast_access
     from heldout.custody.guard import LEDGER
     from heldout.custody.identity import ParamsReads
@@ -250,22 +291,25 @@ def access_line(root: Path, params: dict[str, Any]) -> str:
     from stages.catalog import MANIFEST, SELECTION
 
     if not (root / MANIFEST).exists() or not (root / SELECTION).exists():
+        return None
+    inputs = access_inputs(root, ParamsReads(params))
+    in_place = results_in_place(root)
+    found = forecast_access(
+        read_ledger(root / LEDGER) if (root / LEDGER).exists() else [], inputs.key,
+        inputs.identity, reason=inputs.test.reaccess.reason,
+        reason_for=inputs.test.reaccess.access, source=str(inputs.manifest["source"]),
+        excluded=inputs.excluded,
+        results_in_place=in_place.get("access_id") if in_place else None)
+    return ForeseenAccess(inputs.key, found.outcome, found.why)
+
+
+def access_line(root: Path, params: dict[str, Any]) -> str:
+    foreseen = foreseen_access(root, params)
+    if foreseen is None:
         return ("test access: one, for the checkpoint select will choose against "
                 f"{params.get('base')}; what it opens is known once the split and select have "
                 "run (`heldout plan` again then)")
-    inputs = access_inputs(root, ParamsReads(params))
-    key = inputs.key
-    in_place = results_in_place(root)
-    foreseen = forecast_access(
-        read_ledger(root / LEDGER) if (root / LEDGER).exists() else [], key, inputs.identity,
-        reason=inputs.test.reaccess.reason, reason_for=inputs.test.reaccess.access,
-        source=str(inputs.manifest["source"]), excluded=inputs.excluded,
-        results_in_place=in_place.get("access_id") if in_place else None)
-    arms = f"{key.candidate} against {key.base} (if select keeps choosing {key.candidate})"
-    return {"reads": f"test access: none: {foreseen.why}",
-            "resumes": f"test access: resumed, {arms}: {foreseen.why}",
-            "opens": f"test access: opens, {arms}: {foreseen.why}",
-            "refused": f"test access: REFUSED, {arms}: {foreseen.why}"}[foreseen.outcome]
+    return foreseen.line()
 
 
 def _duration(seconds: float) -> str:

@@ -185,6 +185,8 @@ class LastRun:
     seconds: float
     episodes_run: int = 0
     episodes_s: float = 0.0
+    started_ms: int = 0
+    metrics: Mapping[str, float] | None = None  # the pipeline's run: each stage's wall time
 
 
 def last_runs(project_root: Path, config: TrackingConfig) -> dict[str, LastRun]:
@@ -205,7 +207,8 @@ def last_runs(project_root: Path, config: TrackingConfig) -> dict[str, LastRun]:
         found[name] = LastRun(
             seconds=(run.info.end_time - run.info.start_time) / 1000,
             episodes_run=int(metrics.get("episodes", 0) - metrics.get("resumed", 0)),
-            episodes_s=float(metrics.get("episodes_s", 0.0)))
+            episodes_s=float(metrics.get("episodes_s", 0.0)), started_ms=run.info.start_time,
+            metrics=dict(metrics) if name == "pipeline" else None)
     return found
 
 
