@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from cli.plan import access_line
+from cli.paces import Paces
+from cli.plan import access_line, forecast, foreseen_access, split_counts
 from heldout.custody.guard import LEDGER, TestSetAccessError
 from heldout.custody.ledger import read_ledger
 from stages import test as test_stage
@@ -40,6 +41,13 @@ def test_a_first_access_is_foreseen_to_open_and_opens(selected_copy: Path):
     assert foreseen(selected_copy).startswith("test access: none: access ")
     assert "the outputs hold its results, and reading them opens nothing" in (
         foreseen(selected_copy))
+    # A stale test stage that will read them is planned at no episode.
+    params = read_params(selected_copy)
+    planned = forecast(selected_copy, params, split_counts(selected_copy, params)[0], {"test"},
+                       Paces({}), foreseen_access(selected_copy, params))
+    [test_row] = [row for row in planned.rows if row.work.address == "test"]
+    assert (test_row.left, test_row.expected) == (0, "reads the recorded results")
+    assert test_row.work.episodes > 0 and planned.episodes == 0
 
 
 def test_a_changed_base_is_foreseen_refused_in_the_words_of_the_refusal(selected_copy: Path):
