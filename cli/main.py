@@ -24,6 +24,7 @@ from cli import tasks as tasks_commands
 from cli.custody import audit, key, ledger_app
 from cli.plan import plan
 from cli.probe import probe
+from cli.sweeps import sweeps
 from flows import ERROR_FILE_ENV, PIPELINE_RUN_ENV
 from flows.terminal import quiet_console, quiet_environment, set_verbose
 from flows.warm import WARM_ENV
@@ -47,6 +48,7 @@ app.add_typer(ledger_app, name="ledger")
 app.command()(key)
 app.command()(probe)
 app.command()(plan)
+app.command()(sweeps)
 stderr = Console(stderr=True)
 stdout = Console()
 
