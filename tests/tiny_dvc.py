@@ -23,7 +23,7 @@ def dvc_environment(home: Path) -> dict[str, str]:
     home.mkdir(parents=True, exist_ok=True)
     environment = {name: value for name, value in os.environ.items()
                    if not name.startswith(("MLFLOW_", "PREFECT_", "DVC_EXP", "HELDOUT_TEST_KEY",
-                                           "GIT_"))}
+                                           "GIT_", "XDG_CONFIG_HOME"))}
     environment.update(
         HOME=str(home), PATH=f"{VENV_BIN}:{environment['PATH']}", PYTHONPATH=str(REPO),
         GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.org",

@@ -18,7 +18,7 @@ import yaml
 
 from cli.sweeps import Experiment, read_experiments, sweeps_table
 from stages import report as report_stage
-from tests.conftest import REPO, copy_project
+from tests.conftest import REPO, configure_small_project, copy_project
 from tests.tiny_dvc import dvc_environment, run, tiny_project
 
 WHEN = datetime(2026, 5, 1, 9, 30)
@@ -260,3 +260,65 @@ def test_a_persisted_output_keeps_a_stage_out_of_dvcs_run_cache(tmp_path: Path, 
         assert named == "second", second.stdout
     else:  # DVC's run cache, as it restored t3's report into w3
         assert named == "first" and "is cached - skipping run" in second.stdout
+
+
+# --- all of it through the real pipeline (the slow tier; the tests above keep each guarantee
+# on a one-stage project in seconds) ---------------------------------------------------------
+
+# docs/running.md's `dvc exp show` line: dependency hashes, every val key but pass@1, the
+# sensitivity sweep's keys and the test numbers but the verdict and its difference dropped.
+DVC_SHOW_DROP = ("(data|heldout|stages|tasks)(/|$)|metrics/val/.*:(?!pass@1$)|[^.:]+\\.(difference"
+                 "|moved|pass_at_1|largest_move|settings_moved|stayed_put)|(base|candidate)@1|"
+                 "diff_|flagged|groups|improved|regressed|p$|test_tasks")
+
+
+@pytest.mark.slow
+def test_sweeps_through_dvc_exp_run(project: Path, tmp_path: Path):
+    environment = dvc_environment(tmp_path / "home")
+    configure_small_project(project, tasks=30)
+    for command in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "a"],
+                    ["dvc", "repro"], ["git", "add", "-A"], ["git", "commit", "-qm", "b"]):
+        run(command, project, environment)
+    ledger = (project / "ledger/test_access.jsonl").read_text()
+
+    # --temp: the copy the report was written in is gone; the line says how to get it back.
+    temporary = run(["dvc", "exp", "run", "--temp", "-n", "t3", "-S", "harness.n=3"], project,
+                    environment)
+    (said,) = [line for line in temporary.stdout.splitlines() if line.startswith("report:")]
+    assert ".dvc/tmp/exps" not in said and "`dvc exp apply t3`" in said
+    # The same inputs in the workspace: its own report, not t3's from DVC's run cache.
+    run(["dvc", "exp", "run", "-n", "w3", "-S", "harness.n=3"], project, environment)
+    assert json.loads((project / "metrics/test.json").read_text()) == {
+        "verdict": "none: a sweep (w3)"}
+    assert (project / "reports/report.md").read_text().startswith("# Experiment w3:")
+    assert run(["git", "status", "--porcelain"], project, environment).stdout.split() == [
+        "M", "dvc.lock", "M", "params.yaml"]
+
+    # An experiment named to open the test split, in the workspace: the ledger it wrote stays
+    # staged through DVC's reset of the index.
+    run(["git", "checkout", "params.yaml", "dvc.lock"], project, environment)
+    run(["dvc", "checkout"], project, environment)
+    chosen = json.loads((project / "data/selection.json").read_text())["chosen"]
+    access = run(["dvc", "exp", "run", "-n", "acc2", "-S", "test.experiment=acc2",
+                  "-S", f"test.reaccess.access={chosen}", "-S", "test.reaccess.reason=again",
+                  "-S", "checkpoints.base.skill=-0.4"], project, environment)
+    assert "is staged again once it has" in access.stdout
+    status = run(["git", "status", "--porcelain"], project, environment).stdout.splitlines()
+    assert "M  ledger/test_access.jsonl" in status, status
+    assert (project / "ledger/test_access.jsonl").read_text().startswith(ledger)
+
+    table = run(["heldout", "sweeps"], project, environment).stdout.splitlines()
+    assert max(map(len, table)) <= 200
+    rows = {cells(line)[0]: cells(line) for line in table[1:6]}
+    assert {"t3", "w3", "acc2", "workspace"} <= set(rows)
+    assert rows["w3"][4:] == ["none: a sweep (w3)", "harness.n=3"]
+    assert rows["acc2"][4] != "-" and not rows["acc2"][4].startswith("none")  # an access's
+    shown = run(["dvc", "exp", "show", "--md", "--only-changed", "--drop", DVC_SHOW_DROP],
+                project, environment).stdout.splitlines()
+    header = [cell.strip() for cell in shown[0].strip("|").split("|")]
+    assert header[:2] == ["Experiment", "Created"] and "verdict" in header
+    assert not [cell for cell in header if cell.startswith(("data/", "heldout/", "stages/"))]
+    assert max(map(len, shown)) < 400, header
+    # The crash the issue met (a column named `tasks` twice) is gone with the name.
+    run(["dvc", "exp", "show", "--md", "--drop", ".*", "--keep", "Experiment|.*:pass@1$"],
+        project, environment)
