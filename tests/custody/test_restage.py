@@ -129,7 +129,7 @@ def experiment_ref(project: Path, environment: dict[str, str], name: str) -> str
     return found.removeprefix("refs/exps/")
 
 
-def test_the_watcher_waits_for_the_reset_and_gives_up_on_a_dead_experiment(
+def test_the_watcher_of_an_experiment_already_gone_stages_at_once(
         tmp_path: Path, environment):
     """Without DVC: its run record names a process that is gone, and the index was never reset;
     the watcher stages at once rather than wait."""

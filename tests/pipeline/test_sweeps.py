@@ -165,6 +165,11 @@ def test_heldout_sweeps_reads_dvcs_experiments(swept):
 
 
 def test_heldout_sweeps_reads_what_dvc_exp_show_reads(swept):
+    from cli import sweeps
+    from stages import catalog
+
+    catalogued = (f"{catalog.VAL_METRICS}/", str(catalog.TEST_METRICS))
+    assert catalogued == (sweeps.VAL_METRICS, sweeps.TEST_METRICS)
     project, environment = swept
     shown = json.loads(run(["dvc", "exp", "show", "--json"], project, environment).stdout)
     from_dvc = {row["name"] for baseline in shown for found in baseline.get("experiments") or []
