@@ -24,6 +24,7 @@ from cli import tasks as tasks_commands
 from cli.custody import audit, key, ledger_app
 from cli.plan import plan
 from cli.probe import probe
+from cli.sweeps import sweeps
 from flows import ERROR_FILE_ENV, PIPELINE_RUN_ENV
 from flows.terminal import quiet_console, quiet_environment, set_verbose
 from flows.warm import WARM_ENV
@@ -47,6 +48,7 @@ app.add_typer(ledger_app, name="ledger")
 app.command()(key)
 app.command()(probe)
 app.command()(plan)
+app.command()(sweeps)
 stderr = Console(stderr=True)
 stdout = Console()
 
@@ -82,6 +84,7 @@ def stage(
     """Run one pipeline stage (what dvc.yaml calls): as a Prefect flow when there is a Prefect
     API (the pipeline's, or PREFECT_API_URL), else as a plain function, without a server."""
     from flows.params import check_params_file, prefect_wanted
+    from heldout.custody.restage import keep_staged_after_experiment
     from heldout.environment import apply_defaults, find_project_root
 
     root = find_project_root()
@@ -95,6 +98,8 @@ def stage(
         # The first stage `dvc repro` runs: all of params.yaml, before anything is written
         # (the pipeline checked it already, before any stage).
         check_params_file(root)
+    # A workspace `dvc exp run` unstages the ledger after its last stage; one waits for that.
+    keep_staged_after_experiment(root)
     arguments = {} if checkpoint is None else {"checkpoint": checkpoint}
     if not prefect_wanted(root):
         # No Prefect API and not under the pipeline (a bare `dvc repro`, `dvc exp run`):

@@ -39,6 +39,12 @@ def store_root(project_root: Path) -> Path:
     return project_root
 
 
+def in_experiment_copy(project_root: Path) -> bool:
+    """Whether this project is the copy DVC runs a `dvc exp run --temp` or queued experiment in:
+    DVC deletes it when the experiment ends, so a path inside it is gone before anyone reads it."""
+    return store_root(project_root) != project_root
+
+
 # The variable that may hold the test key: heldout reads it, nothing heldout starts ever
 # inherits it, and no agent may name it as its API key.
 TEST_KEY_ENV = "HELDOUT_TEST_KEY"

@@ -66,6 +66,11 @@ class StageError(HeldoutError):
     """A stage cannot run: an unknown name, or inputs that an earlier stage should have made."""
 
 
+class ExperimentsError(HeldoutError):
+    """DVC cannot list the project's experiments (`heldout sweeps`): no git repository, no
+    commit yet, or DVC's own refusal."""
+
+
 class AgentError(HeldoutError):
     """An agent could not produce a completion (a server that kept failing, a missing
     replay row). The rollout records the episode as status "error"; it never vanishes."""

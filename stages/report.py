@@ -4,6 +4,7 @@ metrics/test.json: candidate against base, paired, with the protocol card."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from heldout.contamination.report import leak_methods
 from heldout.custody.access_params import TestConfig
 from heldout.custody.history import accesses, models_evaluated
 from heldout.custody.ledger import read_ledger
+from heldout.environment import in_experiment_copy
 from heldout.episodes.harness import Harness
 from heldout.errors import StageError
 from heldout.files import staged_outputs
@@ -37,6 +39,7 @@ from stages.catalog import (
     test_rollout_file,
 )
 from stages.common import (
+    EXPERIMENT_ENV,
     git_commit,
     project_root,
     protocol_tags,
@@ -126,8 +129,20 @@ def sweep_report(root: Path, experiment: str) -> dict[str, Any]:
             outputs.write_bytes(root / REPORTS / name, data)
         outputs.write_json(root / TEST_METRICS, metrics)
     print(f"report: experiment {experiment} chose {selection['chosen']} on val; no test "
-          f"verdict in a sweep: {root / REPORTS / 'report.html'}")
+          f"verdict in a sweep; {where_to_read(root, experiment, ' (and report.md)')}")
     return metrics
+
+
+def where_to_read(root: Path, experiment: str | None, also: str = "") -> str:
+    """Where the report can be read once the stage is over. In the copy DVC runs a `--temp` or
+    queued experiment in, not there: DVC deletes the copy when the experiment ends, and the
+    report lives on only in the saved experiment (its outputs are in DVC's cache)."""
+    if not in_experiment_copy(root):
+        return f"{root / REPORTS / 'report.html'}{also}"
+    name = experiment or "NAME"
+    return (f"the report is saved with experiment {name}, not in this temporary copy: "
+            f"`dvc exp apply {name}` puts it in the workspace at {REPORTS / 'report.html'}; "
+            "`heldout sweeps` lists the experiments")
 
 
 def run(root: Path | None = None) -> dict[str, Any]:
@@ -168,7 +183,8 @@ def run(root: Path | None = None) -> dict[str, Any]:
             written = stage_report(report, root / REPORTS, outputs)
             outputs.write_json(root / TEST_METRICS, test_metrics(report))
         print(headline_markdown(report))
-        print(f"report: {root / REPORTS / 'report.html'} (and report.md, report.json)")
+        where = where_to_read(root, os.environ.get(EXPERIMENT_ENV), " (and report.md, report.json)")
+        print(f"report: {where}")
         mlflow_run.log_metrics({k: v for k, v in report.metrics.items()
                                 if isinstance(v, int | float)})
         for path in written:

@@ -20,12 +20,12 @@ import pandas as pd
 
 from heldout.canonical import content_digest
 from heldout.custody.access_params import TestConfig
-from heldout.custody.anchor import stage_ledger
 from heldout.custody.history import accesses, models_evaluated
 from heldout.custody.identity import ParamsReads
 from heldout.custody.keys import CustodyConfig, opening_key, require_team_key
 from heldout.custody.ledger import LedgerStore, read_ledger
 from heldout.custody.lock import TestLock, refuse
+from heldout.custody.restage import ledger_staged_if_written
 from heldout.custody.seal import seal
 from heldout.custody.spend import spend_refusal, spent_reason
 from heldout.episodes.chunks import ChunkExecutor
@@ -124,6 +124,14 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
         # stay the last access's, so the experiment's dvc.lock names those.
         print(not_in_a_sweep(experiment))
         return {"not_run": experiment}
+    # Whatever the access writes to the ledger is staged for the commit that anchors it.
+    with ledger_staged_if_written(root, say=lambda line: print(f"test: {line}")):
+        return open_access(root, params, execute)
+
+
+def open_access(root: Path, params: ParamsReads, execute: ChunkExecutor | None
+                ) -> dict[str, Any]:
+    """The access itself: the key, the lock, both arms' runs under paired seeds, the close."""
     test_key = opening_key(section(params, "custody", CustodyConfig))
     require_team_key(LedgerStore.open(root), test_key)  # a key the store does not know: refused
     inputs = access_inputs(root, params)
@@ -238,8 +246,6 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
                 *(read_rollouts(root / test_rollout_file(arm)) for arm in ("base", "candidate")),
                 groups=access["groups"], reruns=read_reruns(root))
             lock.close(digest, access["outputs"], verdict)
-        # Staged for the next commit, which anchors the new lines (heldout.custody.anchor).
-        stage_ledger(root)
         mlflow_run.log_metrics({f"{arm}_episode_pass_rate": float(t["passed"].mean())
                                 for arm, t in tables.items()}
                                | {"accesses_of_this_test_version": len(opened),

@@ -96,3 +96,14 @@ def test_the_deps_check_sees_what_a_stage_imports():
     # the team key that unseals a sealed task source).
     assert "heldout/custody/ledger.py" not in code_of("stages.rollouts")
     assert "heldout/custody/ledger.py" in code_of("stages.split")
+
+
+def test_no_metrics_column_is_named_like_a_dependency():
+    """`dvc exp show` keys its columns by name: a metric named like a dependency (the test
+    metrics' `tasks` and the split stage's `tasks` folder) shared one column, which showed the
+    folder's hash, and `--drop` of it crashed DVC ("unexpected error - 'tasks'")."""
+    from heldout.report.dvc_view import TEST_COLUMNS
+
+    deps = {dep.rstrip("/") for name in DVC for dep in stage_body(name)["deps"]}
+    assert "tasks" in deps
+    assert {"verdict", *TEST_COLUMNS.values()} & deps == set()
