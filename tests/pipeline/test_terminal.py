@@ -315,6 +315,8 @@ def test_a_good_run_is_one_line_per_stage_and_a_no_op_starts_nothing(small: Path
     took = time.monotonic() - started
     assert noop.returncode == 0, noop.stderr[-3000:]
     assert noop.stdout == "pipeline: nothing to do, 9 stages up to date\n"
+    assert "to run: nothing: every stage is up to date with dvc.lock" in heldout(
+        small, "plan").stdout
     assert not {"prefect", "mlflow"} & imported(noop.stderr)
     assert len(pipeline_runs(small)) == 1
     assert took < 15, f"{took:.1f} s"
