@@ -170,7 +170,7 @@ def _cost(root: Path, targets: list[str] | None, force: bool) -> str:
     if targets or force:
         return ""
     from cli.paces import Paces
-    from cli.plan import forecast, split_counts
+    from cli.plan import forecast, foreseen_access, split_counts
     from flows.plan import stages_to_run
     from stages.params_check import read_params
 
@@ -179,7 +179,12 @@ def _cost(root: Path, targets: list[str] | None, force: bool) -> str:
         counts = split_counts(root, params)[0]
     except HeldoutError:  # a sealed source, or one the split stage will name as broken
         return " (its cost is not known until the split has run)"
-    found = forecast(root, params, counts, stages_to_run(root), Paces.measured(root, params))
+    to_run = stages_to_run(root)
+    try:
+        access = foreseen_access(root, params) if to_run is None or "test" in to_run else None
+    except HeldoutError:  # the test stage will say it, in its turn
+        access = None
+    found = forecast(root, params, counts, to_run, Paces.measured(root, params), access)
     return f", about {found.episodes:,} episodes ({found.pace()})"
 
 

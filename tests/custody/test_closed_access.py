@@ -17,7 +17,7 @@ from heldout.custody.guard import LEDGER, TestSetAccessError, sealing
 from heldout.custody.ledger import read_ledger
 from heldout.errors import StageError
 from heldout.statistics import decision, rule
-from stages import catalog, decontaminate, rollouts, score, select, split
+from stages import access_inputs, catalog, decontaminate, rollouts, score, select, split
 from stages import report as report_stage
 from stages import test as test_stage
 from tests.custody.test_lock import audit_of, set_params
@@ -169,10 +169,11 @@ def test_another_harness_is_a_new_access(project: Path, closed: dict):
 
 def test_a_params_key_added_later_is_in_the_identity_without_anyone_naming_it(
         project: Path, closed: dict, monkeypatch):
-    class RerunsWithOrder(test_stage.RerunsConfig):  # what a later change of heldout adds
+    class RerunsWithOrder(access_inputs.RerunsConfig):  # what a later change of heldout adds
         order: str = "sequential"
 
-    monkeypatch.setattr(test_stage, "RerunsConfig", RerunsWithOrder)
+    # Where the access reads its sections (stages/access_inputs.py, for the stage and the plan).
+    monkeypatch.setattr(access_inputs, "RerunsConfig", RerunsWithOrder)
     assert test_stage.run(project)["access_id"] == closed["access_id"], \
         "the new key at its default is not in params.yaml: the same access, nothing opened"
     set_params(project, "reruns", order="interleaved")

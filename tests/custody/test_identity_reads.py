@@ -14,6 +14,8 @@ from heldout.custody.identity import (
     access_identity,
     identity_digest,
 )
+from heldout.episodes.rollout import RolloutsConfig
+from stages import access_inputs
 from stages import test as test_stage
 from stages.common import checkpoint_settings, section
 from tests.conftest import REPO
@@ -117,7 +119,7 @@ def test_a_read_after_the_identity_is_fixed_raises():
 
 def test_sections_validate_as_before():
     reads = ParamsReads(PARAMS)
-    assert section(reads, "rollouts", test_stage.RolloutsConfig).in_flight == 8
+    assert section(reads, "rollouts", RolloutsConfig).in_flight == 8
 
 
 # --- the stage against its DVC definition --------------------------------------------------
@@ -136,7 +138,8 @@ def test_the_stage_reads_exactly_what_dvc_reruns_it_for(selected_copy: Path, mon
         seen["identity"] = access_identity(params, computed_from)
         raise Stop
 
-    monkeypatch.setattr(test_stage, "access_identity", capture)
+    # The access is computed where the test stage and `heldout plan` both compute it.
+    monkeypatch.setattr(access_inputs, "access_identity", capture)
     with pytest.raises(Stop):
         test_stage.run(selected_copy)
     read = seen["identity"]["params"]
