@@ -169,8 +169,7 @@ def _cost(root: Path, targets: list[str] | None, force: bool) -> str:
     split stage will say is broken) is said once, by the stage, and never stops the run."""
     if targets or force:
         return ""
-    from cli.paces import Paces
-    from cli.plan import forecast, foreseen_access, split_counts
+    from cli.plan import run_forecast, split_counts
     from flows.plan import stages_to_run
     from stages.params_check import read_params
 
@@ -179,12 +178,7 @@ def _cost(root: Path, targets: list[str] | None, force: bool) -> str:
         counts = split_counts(root, params)[0]
     except HeldoutError:  # a sealed source, or one the split stage will name as broken
         return " (its cost is not known until the split has run)"
-    to_run = stages_to_run(root)
-    try:
-        access = foreseen_access(root, params) if to_run is None or "test" in to_run else None
-    except HeldoutError:  # the test stage will say it, in its turn
-        access = None
-    found = forecast(root, params, counts, to_run, Paces.measured(root, params), access)
+    found, _ = run_forecast(root, params, counts, stages_to_run(root))
     return f", about {found.episodes:,} episodes ({found.pace()})"
 
 

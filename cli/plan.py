@@ -46,7 +46,6 @@ def plan() -> None:
     """Print the episodes each stage `heldout pipeline` would run (the stages DVC finds stale,
     and those downstream of one), what the resume cache holds of them, the expected wall time
     at the probed throughput, and the test access the run needs."""
-    from cli.paces import Paces
     from flows.plan import stages_to_run
     from heldout.environment import find_project_root
     from stages.common import read_params
@@ -60,8 +59,7 @@ def plan() -> None:
     if to_run is not None and not to_run:
         say("to run: nothing: every stage is up to date with dvc.lock")
         return
-    access = foreseen_access(root, params) if to_run is None or "test" in to_run else None
-    found = forecast(root, params, counts, to_run, Paces.measured(root, params), access)
+    found, access = run_forecast(root, params, counts, to_run)
     width = max(len(row.work.stage) for row in found.rows)
     say(f"  {'stage':<{width}}  {'episodes':>9}  {'cached':>9}  {'calls, at most':>14}  expected")
     for row in found.rows:
@@ -144,6 +142,21 @@ def stage_seconds(root: Path, params: dict[str, Any], item: StageWork, left: int
         return left / rate, f"at {rate:.3g} ep/s, {how}"
     took, measured = paces.seconds(item.run_name, left)
     return (took, measured) if took is not None else (None, f"{how}; {measured}")
+
+
+def run_forecast(root: Path, params: dict[str, Any], counts: dict[str, int],
+                 to_run: set[str] | None) -> tuple[Forecast, ForeseenAccess | None]:
+    """The forecast of what `heldout pipeline` would run now, at the measured paces, with what
+    the test stage would do with its access (None when it will not run or cannot tell yet: a
+    problem with its inputs is the stage's to say, in its turn)."""
+    from cli.paces import Paces
+    from heldout.errors import HeldoutError
+
+    try:
+        access = foreseen_access(root, params) if to_run is None or "test" in to_run else None
+    except HeldoutError:
+        access = None
+    return forecast(root, params, counts, to_run, Paces.measured(root, params), access), access
 
 
 def split_counts(root: Path, params: dict[str, Any]) -> tuple[dict[str, int], str]:
