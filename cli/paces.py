@@ -1,12 +1,14 @@
 """How long a stage of the next run should take, from what measured it: the project's earlier
 runs in MLflow (each stage's last finished run; for a stage that runs episodes, the seconds an
-episode took, of those it ran rather than read from the resume cache). `heldout plan` prefers a
-probe of a checkpoint's endpoint where there is one (`heldout probe`, cli/plan.py)."""
+episode took, of those it ran rather than read from the resume cache), else, for a project
+that never ran, the trials `heldout probe` ran of its local agents (cli/trial.py). `heldout
+plan` prefers a probe of a checkpoint's endpoint where there is one (cli/plan.py)."""
 
 from __future__ import annotations
 
+import json
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,19 +20,21 @@ EPISODE_STAGES = ("test", "sensitivity")
 @dataclass(frozen=True)
 class Paces:
     history: dict[str, Any]  # run name -> stages.tracking.LastRun
+    trials: dict[str, dict[str, Any]] = field(default_factory=dict)  # checkpoint -> its trial
 
     @classmethod
     def measured(cls, root: Path, params: dict[str, Any]) -> Paces:
-        """The project's earlier runs; none when its MLflow store does not exist yet (the
-        plan creates nothing)."""
+        """The project's earlier runs (none when its MLflow store does not exist yet: the
+        plan creates nothing) and its local agents' trials."""
         from heldout.environment import default_tracking_uri
         from stages.common import section
         from stages.tracking import TrackingConfig, last_runs, tracking_uri
 
+        trials = local_trials(root)
         uri = tracking_uri(root)
         if uri == default_tracking_uri(root) and not (root / "mlflow.db").exists():
-            return cls({})
-        return cls(last_runs(root, section(params, "mlflow", TrackingConfig)))
+            return cls({}, trials)
+        return cls(last_runs(root, section(params, "mlflow", TrackingConfig)), trials)
 
     def episode_seconds(self) -> tuple[float, float, int] | None:
         """Seconds an episode took and seconds a rollout run spent beyond its episodes, the
@@ -49,7 +53,8 @@ class Paces:
         stage less the stage's run. 0 without a pipeline run to go by."""
         pipeline = self.history.get("pipeline")
         if pipeline is None or not pipeline.metrics:
-            return 0.0
+            starts = [trial["stage_start_s"] for trial in self.trials.values()]
+            return statistics.median(starts) if starts else 0.0
         from flows.summary import stage_metric
 
         # The pipeline's MLflow run is logged when it ends: it began wall_s before.
@@ -84,6 +89,8 @@ class Paces:
         if run_name.startswith("rollouts:") or (
                 run_name in EPISODE_STAGES and (last is None or episodes == 0)):
             pooled = self.episode_seconds()
+            if pooled is None and self.trials:
+                return self._trial_seconds(run_name, episodes)
             if pooled is None:
                 return None, "no earlier run measured an episode"
             each, beyond, runs = pooled
@@ -91,4 +98,34 @@ class Paces:
                     f"{each:.3g} s an episode, the median of {runs} rollout run(s)")
         if last is not None:
             return last.seconds, "its last run"
+        if self.trials:
+            return self._trial_seconds(run_name, episodes)
         return None, "no earlier run"
+
+    def _trial_seconds(self, run_name: str, episodes: int) -> tuple[float, str]:
+        """A project that never ran: episodes at the pace of the checkpoint's own trial, else
+        the median of the trials'; a stage without episodes at its start alone."""
+        if not episodes:
+            return 0.0, "its start; its own work unmeasured"
+        own = self.trials.get(run_name.removeprefix("rollouts:"))
+        if own is not None:
+            return episodes * own["episode_s"], f"{own['episode_s']:.3g} s an episode in its trial"
+        each = statistics.median(trial["episode_s"] for trial in self.trials.values())
+        whose = (f"{next(iter(self.trials))}'s trial" if len(self.trials) == 1 else
+                 f"the median of {len(self.trials)} trials")
+        return episodes * each, f"{each:.3g} s an episode, {whose}"
+
+
+def local_trials(root: Path) -> dict[str, dict[str, Any]]:
+    """The trials `heldout probe` ran of local agents (cli/trial.py), by checkpoint."""
+    from cli.probe import PROBES
+
+    found = {}
+    for path in sorted((root / PROBES).glob("*.json")):
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue  # not ours to judge: the plan reads what it can
+        if isinstance(record, dict) and record.get("kind") == "local":
+            found[str(record["target"])] = record
+    return found

@@ -100,7 +100,8 @@ class Forecast:
             return (f"expected {_duration(self.seconds)} for the measured stages; "
                     f"{self.unknown} at a pace nothing measured")
         return ("no stage's pace is measured yet: no earlier run in MLflow, no `heldout probe` "
-                "of an endpoint")
+                "(run `heldout probe CHECKPOINT`: a timed trial of a local agent, an endpoint's "
+                "throughput, and plan again)")
 
 
 def forecast(root: Path, params: dict[str, Any], counts: dict[str, int],
@@ -161,22 +162,13 @@ def run_forecast(root: Path, params: dict[str, Any], counts: dict[str, int],
 
 def split_counts(root: Path, params: dict[str, Any]) -> tuple[dict[str, int], str]:
     """Tasks per split: the manifest's, or the split computed here (nothing written)."""
-    from heldout.custody.task_source import is_sealed_source
-    from heldout.errors import ParamsError
-    from heldout.tasks.sources import TasksConfig, load_tasks
-    from heldout.tasks.split import SplitConfig, assign
     from stages.catalog import MANIFEST
-    from stages.common import section
 
     if (root / MANIFEST).exists():
         return json.loads((root / MANIFEST).read_text(encoding="utf-8"))["counts"], "the split"
-    config = section(params, "split", SplitConfig)
-    tasks_config = section(params, "tasks", TasksConfig)
-    if is_sealed_source(tasks_config.source):
-        raise ParamsError("heldout plan: the task source is sealed; run the split stage first "
-                          "(heldout stage split), and plan reads its counts")
-    tasks = load_tasks(tasks_config.resolve(root))
-    splits = assign(tasks, config.salt, config.fractions)
+    from cli.split_to_come import split_to_come
+
+    splits = split_to_come(root, params, "heldout plan")
     return {name: len(members) for name, members in splits.items()}, "the split to come"
 
 

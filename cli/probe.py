@@ -1,6 +1,7 @@
 """`heldout probe`: an endpoint's throughput and latency at a ladder of concurrency levels, its
-knee, and the `max_in_flight` it suggests (heldout.agents.probe). What it measured is kept in
-.heldout/probe/<name>.json, where `heldout plan` reads the throughput.
+knee, and the `max_in_flight` it suggests (heldout.agents.probe); for a checkpoint whose agent
+runs here, a timed trial of its episodes (cli/trial.py). What it measured is kept in
+.heldout/probe/<name>.json, where `heldout plan` reads the pace.
 
 Registered by cli/main.py. Imports stay inside the function: `heldout --help` must not pay
 for aiohttp or numpy.
@@ -16,6 +17,8 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.table import Table
+
+from cli.trial import TRIAL_EPISODES
 
 stdout = Console()
 PROBES = Path(".heldout/probe")
@@ -34,9 +37,13 @@ def probe(
         min=1, help="Tokens each request asks for (default: the harness's max_tokens, so the "
                     "probe decodes what an episode's call would).")] = None,
     timeout_s: Annotated[float, typer.Option(min=0.1, help="A request's deadline.")] = 300.0,
+    episodes: Annotated[int, typer.Option(
+        min=1, max=10_000, help="A local agent's trial: episodes it runs on train tasks "
+                                "(at most the train split's tasks x harness.n).")] = TRIAL_EPISODES,
 ) -> None:
     """Measure an endpoint before a long run: throughput, p50/p95 latency and refusals at 1, 2,
-    4, ... requests in flight; print the knee and the level it would use."""
+    4, ... requests in flight; print the knee and the level it would use. A checkpoint whose
+    agent runs here (demo, python, command) gets a timed trial of its episodes instead."""
     from heldout.agents.openai_http import Transport
     from heldout.agents.probe import knee
     from heldout.agents.probe import probe as climb
@@ -44,6 +51,10 @@ def probe(
     from heldout.environment import find_project_root
 
     root = find_project_root()
+    local = _local_checkpoint(root, target)
+    if local is not None:
+        _trial(root, target, local, episodes)
+        return
     name, settings, tokens = _endpoint(root, target, model)
     transport = Transport(settings)
     body = _body(settings, max_tokens or tokens)
@@ -77,11 +88,36 @@ def probe(
     record = {"target": name, "base_url": settings.base_url, "model": settings.model,
               "max_tokens": body["max_tokens"], "measured_at": time.time(),
               "levels": [level.as_dict() for level in levels], "knee": best.as_dict()}
+    _keep(root, name, record)
+
+
+def _keep(root: Path, name: str, record: dict[str, Any]) -> None:
     out = root / PROBES / f"{_file_name(name)}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(record, indent=1) + "\n")
     stdout.print(f"probe: kept in {out.relative_to(root)} (heldout plan reads it)",
                  highlight=False)
+
+
+def _local_checkpoint(root: Path, target: str) -> dict[str, Any] | None:
+    """The settings of checkpoint `target` when its agent runs here, else None."""
+    from stages.common import read_params
+
+    settings = (read_params(root).get("checkpoints") or {}).get(target)
+    return dict(settings) if settings and settings.get("agent") != "openai" else None
+
+
+def _trial(root: Path, name: str, settings: dict[str, Any], episodes: int) -> None:
+    from cli.trial import local_trial
+
+    stdout.print(f"probe: {name} runs here (agent: {settings.get('agent')}): a trial of "
+                 f"{episodes} episodes on train tasks under the pinned harness, in a cache "
+                 "thrown away after", highlight=False)
+    record = local_trial(root, name, settings, episodes)
+    stdout.print(f"trial: {record['episodes']} episodes in {record['seconds']:.1f} s, "
+                 f"{record['episode_s']:.3g} s an episode ({record['passed']} passed); a stage "
+                 f"starts in {record['stage_start_s']:.1f} s", highlight=False)
+    _keep(root, name, record)
 
 
 def _endpoint(root: Path, target: str, model: str | None) -> tuple[str, Any, int]:
@@ -97,9 +133,7 @@ def _endpoint(root: Path, target: str, model: str | None) -> tuple[str, Any, int
     checkpoints = params.get("checkpoints") or {}
     if target in checkpoints:
         settings = dict(checkpoints[target])
-        if settings.pop("agent", None) != "openai":
-            raise ParamsError(f"heldout probe: checkpoint {target} is not agent: openai; only an "
-                              "endpoint can be probed")
+        settings.pop("agent", None)
         try:
             return target, OpenAISettings.model_validate(settings), tokens
         except ValidationError as error:

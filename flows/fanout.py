@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from prefect import Flow, task, unmapped
+from prefect import Flow, task
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.futures import as_completed
@@ -20,7 +20,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows.orchestration import OrchestrationConfig
 from heldout.environment import find_project_root
-from heldout.episodes.chunks import Chunk, EpisodeWork, run_chunk
+from heldout.episodes.chunks import Chunk, EpisodeWork, Piece, run_chunk
 from heldout.episodes.engine import EPISODES
 from heldout.episodes.rollout import RolloutsConfig
 from stages.common import read_params, section
@@ -32,23 +32,33 @@ def episode_chunk(work: EpisodeWork, episodes: Chunk, index: int) -> list[dict]:
     return run_chunk(work, episodes)
 
 
-def on_task_runner(work: EpisodeWork, chunks: list[Chunk]) -> Iterator[tuple[int, list[dict]]]:
+def on_task_runner(pieces: list[Piece]) -> Iterator[tuple[int, list[dict]]]:
     """A `heldout.episodes.chunks.ChunkExecutor` over the running flow's task runner. The flow
     run shows its progress in Prefect's UI as a progress artifact: the episodes done, those in
     flight in this process, and the ETA at the rate so far."""
-    futures = episode_chunk.map(unmapped(work), chunks, range(len(chunks)))
+    if not pieces:  # every episode came from the resume cache
+        return
+    works = [work for work, _ in pieces]
+    futures = episode_chunk.map(works, [chunk for _, chunk in pieces], range(len(pieces)))
     index = {id(future): i for i, future in enumerate(futures)}
-    total, done, pace = sum(map(len, chunks)), 0, Pace(time.monotonic)
-    artifact = create_progress_artifact(0.0, description=f"{work.label}: {total} episodes")
+    label = works_label(works)
+    total, done, pace = sum(len(chunk) for _, chunk in pieces), 0, Pace(time.monotonic)
+    artifact = create_progress_artifact(0.0, description=f"{label}: {total} episodes")
     for future in as_completed(futures):
-        chunk = index[id(future)]
+        piece = index[id(future)]
         rows = future.result()
         done += len(rows)
         for _ in rows:
             pace.ran_one()
         update_progress_artifact(artifact, 100.0 * done / max(total, 1),
-                                 progress_line(work.label, done, total, pace))
-        yield chunk, rows
+                                 progress_line(label, done, total, pace))
+        yield piece, rows
+
+
+def works_label(works: list[EpisodeWork]) -> str:
+    """The label of the work, or of the first and how many others run with it."""
+    labels = list(dict.fromkeys(work.label for work in works))
+    return labels[0] if len(labels) == 1 else f"{labels[0]} and {len(labels) - 1} others"
 
 
 def progress_line(label: str, done: int, total: int, pace: Pace) -> str:

@@ -104,7 +104,8 @@ def tracked_stage(
 def project_root(root: Path | None) -> Path:
     """The project a stage runs in. Every stage starts here, so this is where the test-split
     guard is installed: from here on, only heldout.custody.lock.TestLock may open the test split."""
-    root = root if root is not None else find_project_root()
+    # Absolute: MLflow's artifact location and the guard's watched paths are file URIs.
+    root = Path(root).resolve() if root is not None else find_project_root()
     install_guard(root, sealed_task_source(root))
     return root
 

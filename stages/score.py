@@ -12,7 +12,7 @@ import pandas as pd
 
 from heldout.episodes.chunks import ChunkExecutor
 from heldout.episodes.harness import Harness
-from heldout.episodes.rollout import RolloutsConfig, roll_out
+from heldout.episodes.rollout import RolloutJob, RolloutsConfig, roll_outs
 from heldout.episodes.rows import FAILURES, rollout_table
 from heldout.errors import StageError
 from heldout.files import staged_outputs
@@ -81,13 +81,13 @@ def run_canaries(
     config = section(params, "rollouts", RolloutsConfig)
     tasks = eval_view(root, "val", load_tasks(root / split_file("val")))
     single = harness.model_copy(update={"n": 1})
-    counts, episodes_s = {}, 0.0
-    for name, settings in CANARIES.items():
-        progress = EpisodeProgress(f"canary:{name}")
-        rows = roll_out(root, f"canary:{name}", settings, tasks, single, config, progress,
-                        execute)
-        counts[name] = per_task_counts(rollout_table(name, rows))
-        episodes_s += progress.elapsed()
+    progress = EpisodeProgress(f"canaries: {', '.join(CANARIES)}")
+    rows = roll_outs(root, [RolloutJob(f"canary:{name}", settings, single)
+                            for name, settings in CANARIES.items()],
+                     tasks, config, progress, execute)
+    counts = {name: per_task_counts(rollout_table(name, its_rows))
+              for name, its_rows in zip(CANARIES, rows, strict=True)}
+    episodes_s = progress.elapsed()
     failures = canary_failures(counts["oracle"], counts["blind"])
     return {
         "oracle_pass_rate": float(counts["oracle"]["c"].sum() / counts["oracle"]["n"].sum()),

@@ -19,7 +19,7 @@ import pandas as pd
 from heldout.agents.registry import make_agent
 from heldout.episodes.chunks import ChunkExecutor
 from heldout.episodes.harness import Harness
-from heldout.episodes.rollout import RolloutsConfig, agent_context, roll_out
+from heldout.episodes.rollout import RolloutJob, RolloutsConfig, agent_context, roll_outs
 from heldout.episodes.rows import rollout_table
 from heldout.episodes.sweep import (
     PINNED,
@@ -74,10 +74,7 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
             "harness": pinned.fingerprint(), "sweep_harness": settings[0].fingerprint})
         tasks = eval_view(root, "val", load_tasks(root / split_file("val")))
         started = time.perf_counter()
-        counts = {arm: {setting.name: setting_counts(root, arm, agent, tasks, setting,
-                                                     rollouts_config, execute)
-                        for setting in settings}
-                  for arm, agent in arms.items()}
+        counts = setting_counts(root, arms, tasks, settings, rollouts_config, execute)
         wall_s = time.perf_counter() - started
         groups = {task.id: task.group for task in tasks}
         results = {arm: compare_settings(counts[arm], settings, groups) for arm in arms}
@@ -147,14 +144,18 @@ def sweep_arms(root: Path, params: dict[str, Any], config: SensitivityConfig,
     return arms
 
 
-def setting_counts(root: Path, arm: str, agent: dict[str, Any], tasks: list[Task],
-                   setting: Setting, config: RolloutsConfig, execute: ChunkExecutor | None
-                   ) -> pd.DataFrame:
-    """One arm's per-task counts under one setting; its episodes resume from the cache, keyed
-    by the setting's harness fingerprint, so settings never share an episode."""
-    rows = roll_out(root, f"sensitivity:{arm}", agent, tasks, setting.harness, config,
-                    EpisodeProgress(f"sensitivity:{arm}@{setting.name}"), execute)
-    return per_task_counts(rollout_table(arm, rows))
+def setting_counts(root: Path, arms: dict[str, dict[str, Any]], tasks: list[Task],
+                   settings: list[Setting], config: RolloutsConfig,
+                   execute: ChunkExecutor | None) -> dict[str, dict[str, pd.DataFrame]]:
+    """Each arm's per-task counts under each setting, every arm and setting under way at once;
+    the episodes resume from the cache, keyed by the setting's harness fingerprint, so
+    settings never share an episode."""
+    jobs = [RolloutJob(f"sensitivity:{arm}@{setting.name}", agent, setting.harness)
+            for arm, agent in arms.items() for setting in settings]
+    progress = EpisodeProgress(f"sensitivity: {len(arms)} arms x {len(settings)} settings")
+    rows = iter(roll_outs(root, jobs, tasks, config, progress, execute))
+    return {arm: {setting.name: per_task_counts(rollout_table(arm, next(rows)))
+                  for setting in settings} for arm in arms}
 
 
 def compare_settings(counts: dict[str, pd.DataFrame], settings: list[Setting],

@@ -30,7 +30,7 @@ from heldout.custody.seal import seal
 from heldout.custody.spend import spend_refusal, spent_reason
 from heldout.episodes.chunks import ChunkExecutor
 from heldout.episodes.harness import Harness
-from heldout.episodes.rollout import roll_out
+from heldout.episodes.rollout import RolloutJob, roll_outs
 from heldout.episodes.rows import TIMING_COLUMNS, outcome_table, rollout_table
 from heldout.files import json_bytes, staged_outputs
 from heldout.report.closing import closing_verdict
@@ -179,27 +179,27 @@ def open_access(root: Path, params: ParamsReads, execute: ChunkExecutor | None
             mlflow_run.set_tags({"test_outcome": lock.outcome})
             tasks = lock.read_tasks()
             log_split_input(mlflow_run, root, manifest, "test", tasks)
-            timings: list[float] = []
-
-            def episodes(arm: str, rerun: int = 0) -> pd.DataFrame:
-                label = f"test:{names[arm]}" + (f":rerun{rerun}" if rerun else "")
-                progress = EpisodeProgress(label)
-                rows = roll_out(root, label, settings[arm], tasks,
-                                reruns_config.harness(harness), config, progress,
-                                execute, sealing_key=test_key.derive("episodes"), rerun=rerun)
-                timings.append(progress.elapsed())
-                return rollout_table(names[arm], rows)
-
             # The drift's reruns belong to this access: the same frozen set, new seeds, run r
-            # of both arms under the same ones.
-            runs = {arm: [] for arm in ARMS}
+            # of both arms under the same ones and under way at once (a slow episode of one
+            # holds up the other's none), run after run, so that each arm's episodes span the
+            # access and a drifting server moves both alike.
+            runs: dict[str, list[pd.DataFrame]] = {arm: [] for arm in ARMS}
+            episodes_s = 0.0
             speed_metrics()  # what came before this access is not its own
             for rerun in range(max(1, reruns_config.runs)):
-                for arm in ARMS:
-                    runs[arm].append(episodes(arm, rerun))
+                progress = EpisodeProgress(
+                    f"test:{names['candidate']} against {names['base']}, run {rerun + 1} of "
+                    f"{max(1, reruns_config.runs)}")
+                jobs = [RolloutJob(f"test:{names[arm]}" + (f":rerun{rerun}" if rerun else ""),
+                                   settings[arm], reruns_config.harness(harness), rerun)
+                        for arm in ARMS]
+                rows = roll_outs(root, jobs, tasks, config, progress, execute,
+                                 sealing_key=test_key.derive("episodes"))
+                for arm, its_rows in zip(ARMS, rows, strict=True):
+                    runs[arm].append(rollout_table(names[arm], its_rows))
+                episodes_s += progress.elapsed()
             every_run = {f"{arm}:rerun{number}" if number else arm: table
                          for arm in ARMS for number, table in enumerate(runs[arm])}
-            episodes_s = sum(timings)
             speed = speed_metrics()
             digest = result_digest(every_run)
             entries = read_ledger(root / LEDGER)

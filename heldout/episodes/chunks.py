@@ -25,6 +25,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import as_completed
 from dataclasses import dataclass, field
+from itertools import zip_longest
 from typing import Any
 
 from heldout.agents.protocol import Agent, AgentContext
@@ -52,16 +53,27 @@ class EpisodeWork:
     in_flight: int = 256
     agent_threads: int = 4
 
-    def digest(self) -> str:
-        return content_digest({"label": self.label, "settings": self.settings,
-                               "context": vars(self.context),
+    def runner_key(self) -> str:
+        """What a runner (agent, sandbox, lanes) serves: not the label, so the reruns of one
+        agent under one harness share a sandbox."""
+        return content_digest({"settings": self.settings, "context": vars(self.context),
                                "harness": self.harness.fingerprint()})
 
 
 Chunk = list[Episode]
-# Runs chunks of one work somewhere; yields (chunk index, rows in the chunk's order) as each
-# chunk finishes, in any order.
-ChunkExecutor = Callable[[EpisodeWork, list[Chunk]], Iterable[tuple[int, list[dict]]]]
+Piece = tuple[EpisodeWork, Chunk]
+# Runs chunks somewhere, each with the work it belongs to; yields (piece index, rows in the
+# chunk's order) as each chunk finishes, in any order.
+ChunkExecutor = Callable[[list[Piece]], Iterable[tuple[int, list[dict]]]]
+
+
+@dataclass(frozen=True)
+class Rollout:
+    """One work's episodes, and the key each is kept under in the resume cache."""
+
+    work: EpisodeWork
+    episodes: list[Episode]
+    key_of: Callable[[Episode], str]
 
 
 def chunked(episodes: list[Episode], size: int) -> list[Chunk]:
@@ -98,34 +110,62 @@ def collect_rollouts(
     on_done: Callable[[dict, bool], None] = lambda row, cached: None,
     warn: Callable[[str], None] = warn_on_stderr,
 ) -> list[dict]:
-    """Every episode's row: from the cache when it finished before, else run in chunks by
+    """Every episode's row of one work (collect_together)."""
+    return collect_together([Rollout(work, episodes, key_of)], execute, cache, chunk_size,
+                            on_done, warn)[0]
+
+
+def collect_together(
+    rollouts: list[Rollout],
+    execute: ChunkExecutor,
+    cache: EpisodeCache,
+    chunk_size: int,
+    on_done: Callable[[dict, bool], None] = lambda row, cached: None,
+    warn: Callable[[str], None] = warn_on_stderr,
+) -> list[list[dict]]:
+    """Each rollout's rows: from the cache when it finished before, else run in chunks by
     `execute`, each chunk validated and committed to the cache the moment it comes back.
-    Cached rows that cannot be used are run again, and `warn` is told once how many and why."""
-    keys = {id(e): key_of(e) for e in episodes}
-    fingerprint = work.harness.fingerprint()
-    found = cache.read(list(keys.values()))
-    rejected = Counter(found.unreadable.values())
-    rows: list[dict] = []
-    pending = []
-    for episode in episodes:
-        row = found.rows.get(keys[id(episode)])
-        problems = [] if row is None else _episode_problems(episode, fingerprint, row)
-        if row is not None and not problems:
-            rows.append(row)
-            on_done(row, True)
-            continue
-        if problems:
-            rejected[problems[0]] += 1
-        pending.append(episode)
+    Every rollout's chunks go to `execute` in one call, taken in turn (each one's first chunk,
+    then each one's second), so all are under way at once: one slow episode (a sandbox's time
+    limit) holds up the others' none, where rollouts one after another would each wait on
+    their own slowest. Cached rows that cannot be used are run again, and `warn` is told once
+    how many and why."""
+    keys = [{id(e): rollout.key_of(e) for e in rollout.episodes} for rollout in rollouts]
+    rows: list[list[dict]] = [[] for _ in rollouts]
+    rejected: Counter[str] = Counter()
+    chunks: list[list[Chunk]] = []
+    for number, rollout in enumerate(rollouts):
+        fingerprint = rollout.work.harness.fingerprint()
+        found = cache.read(list(keys[number].values()))
+        rejected.update(found.unreadable.values())
+        pending = []
+        for episode in rollout.episodes:
+            row = found.rows.get(keys[number][id(episode)])
+            problems = [] if row is None else _episode_problems(episode, fingerprint, row)
+            if row is not None and not problems:
+                rows[number].append(row)
+                on_done(row, True)
+                continue
+            if problems:
+                rejected[problems[0]] += 1
+            pending.append(episode)
+        chunks.append(chunked(pending, chunk_size))
     if rejected:
         warn(_rejected_line(cache, rejected))
-    chunks = chunked(pending, chunk_size)
-    for index, chunk_rows in execute(work, chunks):
-        checked = [_checked(e, fingerprint, row)
-                   for e, row in zip(chunks[index], chunk_rows, strict=True)]
-        cache.put_many([(keys[id(e)], row) for e, row in zip(chunks[index], checked, strict=True)])
+    pieces: list[Piece] = []
+    owners: list[int] = []  # the rollout each piece is of
+    for turn in zip_longest(*chunks):
+        for number, chunk in enumerate(turn):
+            if chunk is not None:
+                pieces.append((rollouts[number].work, chunk))
+                owners.append(number)
+    for index, chunk_rows in execute(pieces):
+        number, (work, chunk) = owners[index], pieces[index]
+        fingerprint = work.harness.fingerprint()
+        checked = [_checked(e, fingerprint, row) for e, row in zip(chunk, chunk_rows, strict=True)]
+        cache.put_many([(keys[number][id(e)], row) for e, row in zip(chunk, checked, strict=True)])
         for row in checked:
-            rows.append(row)
+            rows[number].append(row)
             on_done(row, False)
     return rows
 
@@ -162,12 +202,12 @@ def _rejected_line(cache: EpisodeCache, rejected: Counter[str]) -> str:
             + "; ".join(reasons))
 
 
-def in_process(work: EpisodeWork, chunks: list[Chunk]) -> Iterator[tuple[int, list[dict]]]:
+def in_process(pieces: list[Piece]) -> Iterator[tuple[int, list[dict]]]:
     """A ChunkExecutor on this process's event loop (no orchestrator needed): every chunk is
     handed over at once, and the engine's `in_flight` bound says how many episodes run."""
     loop = event_loop()
     futures = {asyncio.run_coroutine_threadsafe(run_chunk_async(work, chunk), loop): index
-               for index, chunk in enumerate(chunks)}
+               for index, (work, chunk) in enumerate(pieces)}
     try:
         for future in as_completed(futures):
             yield futures[future], future.result()
@@ -195,7 +235,7 @@ class _RunnerPool:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def acquire(self, work: EpisodeWork) -> _Runner:
-        key = work.digest()
+        key = work.runner_key()
         with self._lock:
             runner = self._runners.get(key)
             if runner is None:
@@ -211,7 +251,7 @@ class _RunnerPool:
 
     def release(self, work: EpisodeWork) -> None:
         with self._lock:
-            self._runners[work.digest()].users -= 1
+            self._runners[work.runner_key()].users -= 1
 
     def close_idle(self) -> None:
         with self._lock:

@@ -4,6 +4,7 @@ the rest in chunks, report each finished episode to whoever watches."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -16,8 +17,9 @@ from heldout.episodes.cache import EpisodeCache
 from heldout.episodes.chunks import (
     ChunkExecutor,
     EpisodeWork,
+    Rollout,
     close_idle_runners,
-    collect_rollouts,
+    collect_together,
     in_process,
 )
 from heldout.episodes.episode import episode_key_for, plan_episodes
@@ -87,34 +89,54 @@ def check_scorer_version(kinds: Iterable[str], harness: Harness) -> None:
             f"{versions[0] if len(versions) == 1 else 'one of them, with one kind per task set'}")
 
 
+@dataclass(frozen=True)
+class RolloutJob:
+    """One agent's episodes on the task list under one harness; `rerun` > 0 draws every
+    episode's seed anew (heldout.episodes.seeds), for the run-level drift."""
+
+    label: str
+    settings: dict[str, Any]
+    harness: Harness
+    rerun: int = 0
+
+
 def roll_out(
     root: Path, label: str, settings: dict[str, Any], tasks: list[Task], harness: Harness,
     config: RolloutsConfig, observer: EpisodeObserver, execute: ChunkExecutor | None = None,
     sealing_key: bytes | None = None, rerun: int = 0,
 ) -> list[dict]:
-    """Every episode of one agent on these tasks, resumed from the cache where it can be, the
-    rest run in chunks by `execute` (default: on this process's event loop).
-    With `sealing_key`, the cache keeps these episodes encrypted (heldout.episodes.cache);
-    `rerun` > 0 draws every episode's seed anew (heldout.episodes.seeds), for the run-level
-    drift."""
-    check_scorer_version({task.kind for task in tasks}, harness)
-    work = EpisodeWork(label, settings, agent_context(harness, root), harness,
-                       config.in_flight, config.agent_threads)
-    # Bad settings fail here, before any chunk ships.
-    close_agent(make_agent(label, settings, work.context))
-    episodes = plan_episodes(tasks, harness, rerun)
+    """Every episode of one agent on these tasks (roll_outs)."""
+    return roll_outs(root, [RolloutJob(label, settings, harness, rerun)], tasks, config,
+                     observer, execute, sealing_key)[0]
+
+
+def roll_outs(
+    root: Path, jobs: list[RolloutJob], tasks: list[Task], config: RolloutsConfig,
+    observer: EpisodeObserver, execute: ChunkExecutor | None = None,
+    sealing_key: bytes | None = None,
+) -> list[list[dict]]:
+    """Every episode of each job, resumed from the cache where it can be, the rest run in
+    chunks by `execute` (default: on this process's event loop), every job's at once
+    (heldout.episodes.chunks.collect_together). With `sealing_key`, the cache keeps these
+    episodes encrypted (heldout.episodes.cache)."""
+    kinds = {task.kind for task in tasks}
+    rollouts, checked = [], set()
+    for job in jobs:
+        check_scorer_version(kinds, job.harness)
+        work = EpisodeWork(job.label, job.settings, agent_context(job.harness, root), job.harness,
+                           config.in_flight, config.agent_threads)
+        agent = content_digest(identity_settings(job.settings))
+        if (agent, job.harness.fingerprint()) not in checked:
+            # Bad settings fail here, before any chunk ships.
+            close_agent(make_agent(job.label, job.settings, work.context))
+            checked.add((agent, job.harness.fingerprint()))
+        rollouts.append(Rollout(work, plan_episodes(tasks, job.harness, job.rerun),
+                                episode_key_for(job.harness, agent)))
     cache = EpisodeCache(root / config.cache, sealing_key)
-    observer.start(len(episodes))
+    observer.start(sum(len(rollout.episodes) for rollout in rollouts))
     try:
-        return collect_rollouts(
-            work,
-            episodes,
-            execute or in_process,
-            cache,
-            episode_key_for(harness, content_digest(identity_settings(settings))),
-            config.chunk_episodes,
-            observer.advance,
-        )
+        return collect_together(rollouts, execute or in_process, cache,
+                                config.chunk_episodes, observer.advance)
     finally:
         observer.finish()
         cache.close()

@@ -111,3 +111,50 @@ def test_plan_counts_what_the_resume_cache_holds(tmp_path, monkeypatch):
     test_row = next(line for line in planned.stdout.splitlines()
                     if "test (2 arms x 4 runs x 3 episodes)" in line)
     assert f"{2 * 4 * manifest['counts']['test'] * 3:,}" in test_row
+
+
+def test_a_trial_of_a_local_agent_prices_a_project_that_never_ran(tmp_path):
+    from cli.split_to_come import split_to_come
+
+    project = configure_small_project(copy_project(tmp_path / "p"), tasks=20, n=3, checkpoints={
+        "base": {"agent": "demo", "skill": 0.0}, "other": {"agent": "demo", "skill": 1.0}})
+    unmeasured = heldout(project, "plan")
+    assert "no stage's pace is measured yet" in unmeasured.stdout
+    assert "run `heldout probe CHECKPOINT`" in unmeasured.stdout
+
+    tried = heldout(project, "probe", "base", "--episodes", "12")
+    assert tried.returncode == 0, tried.stderr
+    record = json.loads((project / ".heldout/probe/base.json").read_text())
+    assert (record["kind"], record["split"], record["episodes"]) == ("local", "train", 12)
+    assert record["episode_s"] == pytest.approx(record["seconds"] / 12)
+    assert record["stage_start_s"] > 0
+    # Train tasks only, and nothing of the run it prices: no split, no resume cache, no runs.
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    train = {task.id for task in split_to_come(project, params, "test")["train"]}
+    assert len(record["tasks"]) == 4 and set(record["tasks"]) <= train
+    assert not (project / "data/split/manifest.json").exists()
+    assert not (project / ".heldout/episodes.sqlite").exists()
+    assert not (project / "mlflow.db").exists()
+
+    planned = heldout(project, "plan")
+    assert planned.returncode == 0, planned.stderr
+    rows = {line.split()[0]: line for line in planned.stdout.splitlines()
+            if line.strip().startswith(("rollouts:", "test (", "split"))}
+    each = record["episode_s"]
+    assert f"({each:.3g} s an episode in its trial)" in rows["rollouts:base"]
+    assert f"({each:.3g} s an episode, base's trial)" in rows["rollouts:other"]
+    assert f"({each:.3g} s an episode, base's trial)" in rows["test"]
+    assert "(its start; its own work unmeasured)" in rows["split"]
+    total = next(line for line in planned.stdout.splitlines() if line.startswith("to run:"))
+    assert "expected" in total and "nothing measured" not in total
+
+
+def test_a_trial_of_a_split_that_would_leave_train_empty_is_one_line(tmp_path):
+    project = configure_small_project(copy_project(tmp_path / "p"), tasks=20, n=3,
+                                      split={"fractions": {"train": 0.001, "val": 0.499,
+                                                           "test": 0.5}})
+    tried = heldout(project, "probe", "base")
+    assert tried.returncode == 2, tried.stderr
+    assert tried.stderr.strip().splitlines()[-1].startswith(
+        "error: split 'train' would be empty: 20 tasks in 20 groups")
+    assert not (project / ".heldout/probe/base.json").exists()

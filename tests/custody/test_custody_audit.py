@@ -261,7 +261,7 @@ def test_heldout_audit_finds_the_killed_access_and_heldout_abort_closes_it(
         raise KeyboardInterrupt  # the stage dies after the lock opened the access
 
     with monkeypatch.context() as patch:
-        patch.setattr(test_stage, "roll_out", killed)
+        patch.setattr(test_stage, "roll_outs", killed)
         with pytest.raises(KeyboardInterrupt):
             test_stage.run(selected_copy)
     (opened,) = read_ledger(selected_copy / LEDGER)

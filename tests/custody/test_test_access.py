@@ -25,6 +25,7 @@ from heldout.custody.keys import KEY_ENV, CustodyConfig, TestKey, TestKeyError, 
 from heldout.custody.keys import sealing_key as public_key_for
 from heldout.custody.ledger import read_ledger
 from heldout.custody.seal import SealBrokenError, WrongKeyError, seal, sealed_for, unseal
+from heldout.episodes.rollout import roll_outs
 from heldout.errors import ParamsError
 from stages import catalog, decontaminate, select, split
 from stages import report as report_stage
@@ -289,7 +290,7 @@ def test_a_crash_mid_access_is_found_and_resumed(project: Path, monkeypatch):
         raise RuntimeError("the machine went away")
 
     with monkeypatch.context() as patch:
-        patch.setattr(test_stage, "roll_out", crash)
+        patch.setattr(test_stage, "roll_outs", crash)
         with pytest.raises(RuntimeError):
             test_stage.run(project)
     assert outcomes(project) == ["opened"]
@@ -327,8 +328,19 @@ def test_heldout_key_shows_the_public_half_and_never_the_secret(monkeypatch):
 # --- the run-level drift, inside the access ------------------------------------------------
 
 
-def test_both_arms_rerun_under_paired_seeds_inside_the_one_access(project: Path):
+def test_both_arms_rerun_under_paired_seeds_inside_the_one_access(project: Path, monkeypatch):
+    calls = []
+
+    def together(root, jobs, *args, **kwargs):
+        calls.append([(job.label, job.rerun) for job in jobs])
+        return roll_outs(root, jobs, *args, **kwargs)
+
+    monkeypatch.setattr(test_stage, "roll_outs", together)
     access = test_stage.run(project)
+    # Run r of the candidate and of the base under way at once (a slow episode of one holds up
+    # the other's none: heldout.episodes.chunks.collect_together), run after run.
+    assert calls == [[(f"test:{arm}" + (f":rerun{run}" if run else ""), run)
+                      for arm in ("late", "base")] for run in range(4)]
     reruns = json.loads((project / catalog.RERUNS).read_text())
     tables = {arm: pd.read_parquet(project / catalog.test_rollout_file(arm))
               for arm in test_stage.ARMS}
@@ -355,8 +367,8 @@ def test_both_arms_rerun_under_paired_seeds_inside_the_one_access(project: Path)
     assert drift["run_sd"] == pytest.approx(float(np.std(differences, ddof=1)), abs=1e-12)
     # The runs' per-task rates were read back from the pooled file: the noise is netted.
     assert reruns["samples_per_run"] == harness_n and drift["noise"] > 0
-    # Run r of the base, then run r of the candidate: the episodes' clocks interleave, and
-    # the report, whose rollout files leave the clocks out, takes the access's word for it.
+    # The episodes' clocks interleave, and the report, whose rollout files leave the clocks
+    # out, takes the access's word for it.
     assert reruns["interleaved"] is True
     timings = pd.read_parquet(project / "data/test/timings.parquet")
     assert timings["started_at"].notna().all()

@@ -58,9 +58,9 @@ class Rollout:
         self.ran, self.warnings = [], []
         keys = key_of(self.settings)
 
-        def execute(work_, parts):
-            self.ran.extend(keys(e) for part in parts for e in part)
-            return in_process(work_, parts)
+        def execute(pieces):
+            self.ran.extend(keys(e) for _, part in pieces for e in part)
+            return in_process(pieces)
 
         rows = collect_rollouts(work(self.settings), EPISODES, execute, EpisodeCache(self.path),
                                 keys, 2, warn=self.warnings.append)

@@ -14,8 +14,10 @@ from heldout.episodes import chunks
 from heldout.episodes.cache import EpisodeCache
 from heldout.episodes.chunks import (
     EpisodeWork,
+    Rollout,
     chunked,
     collect_rollouts,
+    collect_together,
     in_process,
     run_chunk,
 )
@@ -29,8 +31,8 @@ CONTEXT = AgentContext(template="{prompt}", temperature=0.8, top_p=0.95, max_tok
                        max_turns=1, timeout_s=30, project_root=".")
 
 
-def work(skill: float = 0.5) -> EpisodeWork:
-    return EpisodeWork("ck", {"agent": "demo", "skill": skill}, CONTEXT, HARNESS)
+def work(skill: float = 0.5, label: str = "ck") -> EpisodeWork:
+    return EpisodeWork(label, {"agent": "demo", "skill": skill}, CONTEXT, HARNESS)
 
 
 def key(episode) -> str:
@@ -49,10 +51,10 @@ def test_rows_land_on_their_episodes_whatever_order_chunks_finish_in(tmp_path: P
     episodes = plan_episodes(TASKS, HARNESS)
     ran: list[int] = []
 
-    def backwards(work_, parts):
-        for index in reversed(range(len(parts))):
+    def backwards(pieces):
+        for index in reversed(range(len(pieces))):
             ran.append(index)
-            yield index, run_chunk(work_, parts[index])
+            yield index, run_chunk(*pieces[index])
 
     cache = EpisodeCache(tmp_path / "episodes.sqlite")
     rows = collect_rollouts(work(), episodes, backwards, cache, key, 4)
@@ -65,8 +67,8 @@ def test_rows_land_on_their_episodes_whatever_order_chunks_finish_in(tmp_path: P
     assert all(by_episode[(r["task_id"], r["sample"])] == r["completion"] for r in rows)
 
     # Resumed: everything comes from the cache, nothing is handed to the executor.
-    def refuse(work_, parts):
-        assert parts == [], "a finished episode was run again"
+    def refuse(pieces):
+        assert pieces == [], "a finished episode was run again"
         return iter(())
 
     seen: list[bool] = []
@@ -78,14 +80,55 @@ def test_rows_land_on_their_episodes_whatever_order_chunks_finish_in(tmp_path: P
 def test_a_chunk_that_fails_commits_nothing_and_earlier_chunks_stay(tmp_path: Path):
     episodes = plan_episodes(TASKS, HARNESS)
 
-    def dies_on_the_second(work_, parts):
-        yield 0, run_chunk(work_, parts[0])
+    def dies_on_the_second(pieces):
+        yield 0, run_chunk(*pieces[0])
         raise RuntimeError("worker lost")
 
     cache = EpisodeCache(tmp_path / "episodes.sqlite")
     with pytest.raises(RuntimeError, match="worker lost"):
         collect_rollouts(work(), episodes, dies_on_the_second, cache, key, 4)
     assert len(cache.get_many([key(e) for e in episodes])) == 4
+
+
+def test_rollouts_collected_together_go_out_in_one_call_taking_turns(tmp_path: Path):
+    first, second = plan_episodes(TASKS, HARNESS), plan_episodes(TASKS[:2], HARNESS, rerun=1)
+    calls: list[list[str]] = []
+
+    def records(pieces):
+        calls.append([work_.label for work_, _ in pieces])
+        return in_process(pieces)
+
+    cache = EpisodeCache(tmp_path / "episodes.sqlite")
+    def seeded(episode) -> str:
+        return f"{key(episode)}/{episode.seed}"
+
+    together = [Rollout(work(label="a"), first, seeded),
+                Rollout(work(label="b"), second, seeded)]
+    rows = collect_together(together, records, cache, 4)
+    # 15 and 6 episodes in chunks of 4: a's four and b's two, every one handed over at once,
+    # each rollout's first chunk before any rollout's second.
+    assert calls == [["a", "b", "a", "b", "a", "a"]]
+    assert [len(r) for r in rows] == [15, 6]
+    for rollout, its_rows in zip(together, rows, strict=True):
+        assert sorted((r["task_id"], r["sample"], r["seed"]) for r in its_rows) == sorted(
+            (e.task.id, e.sample, e.seed) for e in rollout.episodes)
+    assert collect_together(together, refuse_all, cache, 4) == [
+        sorted(r, key=lambda row: (row["task_id"], row["sample"])) for r in rows]
+
+
+def refuse_all(pieces):
+    assert pieces == [], "a finished episode was run again"
+    return iter(())
+
+
+def test_reruns_of_one_agent_share_a_runner_and_another_agent_does_not(monkeypatch):
+    opened = iter(f"sandbox{i}" for i in range(10))
+    monkeypatch.setattr(type(HARNESS.sandbox), "open",
+                        lambda self: FakeSandbox([], next(opened)))
+    pool = chunks._RunnerPool(keep=2)
+    first = pool.acquire(work(label="test:base"))
+    assert pool.acquire(work(label="test:base:rerun3")) is first
+    assert pool.acquire(work(0.9, label="test:base")) is not first
 
 
 class FakeSandbox:

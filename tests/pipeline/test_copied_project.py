@@ -63,3 +63,19 @@ def test_the_stage_commands_find_this_installations_heldout_without_the_venv_on_
                                           "PYTHONPATH": str(Path(__file__).parents[2])})
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == str(Path(sys.executable).parent / "heldout")
+
+
+def test_a_stage_given_a_relative_project_folder_runs_there(tmp_path, monkeypatch):
+    """MLflow's artifact location is a file URI, which a relative folder cannot be: the stage
+    resolves the folder it is given before anything reads it."""
+    from stages import split
+    from tests.conftest import configure_small_project, copy_project
+
+    configure_small_project(copy_project(tmp_path / "p"), tasks=12)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert split.run(Path("p"))["counts"]["test"] > 0
+    client = mlflow.MlflowClient(f"sqlite:///{tmp_path / 'p' / 'mlflow.db'}")
+    runs = client.search_runs([client.get_experiment_by_name("heldout").experiment_id])
+    assert [run.info.run_name for run in runs] == ["split"]
+    assert runs[0].info.artifact_uri.startswith((tmp_path / "p" / ARTIFACTS).as_uri())

@@ -197,15 +197,15 @@ class Observer:
 def run_with(agent, sandbox):
     """An executor that runs every chunk with this in-test agent."""
 
-    def execute(work, parts):
-        for index, part in enumerate(parts):
+    def execute(pieces):
+        for index, (work, part) in enumerate(pieces):
             yield index, [run_episode(agent, sandbox, work.harness, e) for e in part]
 
     return execute
 
 
-def refuse(work, parts):
-    assert parts == [], "a finished episode was run again"
+def refuse(pieces):
+    assert pieces == [], "a finished episode was run again"
     return iter(())
 
 
@@ -373,9 +373,9 @@ def key(episode) -> str:
     return f"{episode.task.id}/{episode.sample}"
 
 
-def fake_rows(work_, parts):
+def fake_rows(pieces):
     """A worker that returns a valid row for each episode, without running anything."""
-    for index, part in enumerate(parts):
+    for index, (work_, part) in enumerate(pieces):
         yield index, [good_row(task_id=e.task.id, sample=e.sample, seed=e.seed,
                                harness=work_.harness.fingerprint()) for e in part]
 
@@ -403,9 +403,9 @@ def test_a_poisoned_cache_is_reported_once_and_its_episodes_run_again(tmp_path: 
     warnings: list[str] = []
     ran: list[str] = []
 
-    def runs(work_, parts):
-        ran.extend(key(e) for part in parts for e in part)
-        return fake_rows(work_, parts)
+    def runs(pieces):
+        ran.extend(key(e) for _, part in pieces for e in part)
+        return fake_rows(pieces)
 
     rows = collect_rollouts(work(), episodes, runs, EpisodeCache(path), key, 2,
                             warn=warnings.append)
@@ -451,8 +451,8 @@ def test_a_cached_row_of_another_episode_or_unsealable_is_run_again(tmp_path: Pa
 def test_a_worker_returning_an_invalid_row_commits_an_error_row(tmp_path: Path):
     episodes = plan_episodes(TASKS, HARNESS)[:2]
 
-    def lies(work_, parts):
-        for index, part in enumerate(parts):
+    def lies(pieces):
+        for index, (_, part) in enumerate(pieces):
             yield index, [good_row(task_id=e.task.id, sample=e.sample, seed=e.seed,
                                    harness="forged", tokens_out=10**30) for e in part]
 
