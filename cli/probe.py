@@ -38,8 +38,8 @@ def probe(
                     "probe decodes what an episode's call would).")] = None,
     timeout_s: Annotated[float, typer.Option(min=0.1, help="A request's deadline.")] = 300.0,
     episodes: Annotated[int, typer.Option(
-        min=1, max=10_000, help="A local agent's trial: episodes it runs on train tasks "
-                                "(at most the train split's tasks x harness.n).")] = TRIAL_EPISODES,
+        min=1, max=10_000, help="A local agent's trial: episodes it runs on val tasks "
+                                "(at most the val split's tasks x harness.n).")] = TRIAL_EPISODES,
 ) -> None:
     """Measure an endpoint before a long run: throughput, p50/p95 latency and refusals at 1, 2,
     4, ... requests in flight; print the knee and the level it would use. A checkpoint whose
@@ -110,13 +110,13 @@ def _local_checkpoint(root: Path, target: str) -> dict[str, Any] | None:
 def _trial(root: Path, name: str, settings: dict[str, Any], episodes: int) -> None:
     from cli.trial import local_trial
 
-    stdout.print(f"probe: {name} runs here (agent: {settings.get('agent')}): a trial of "
-                 f"{episodes} episodes on train tasks under the pinned harness, in a cache "
-                 "thrown away after", highlight=False)
+    stdout.print(f"probe: {name} runs here (agent: {settings.get('agent')}): a trial of up to "
+                 f"{episodes} episodes on the val tasks under the pinned harness, in a cache "
+                 "thrown away after; it keeps the pace, no outcome", highlight=False)
     record = local_trial(root, name, settings, episodes)
     stdout.print(f"trial: {record['episodes']} episodes in {record['seconds']:.1f} s, "
-                 f"{record['episode_s']:.3g} s an episode ({record['passed']} passed); a stage "
-                 f"starts in {record['stage_start_s']:.1f} s", highlight=False)
+                 f"{record['episode_s']:.3g} s an episode; a stage starts in "
+                 f"{record['stage_start_s']:.1f} s", highlight=False)
     _keep(root, name, record)
 
 

@@ -122,16 +122,18 @@ def test_a_trial_of_a_local_agent_prices_a_project_that_never_ran(tmp_path):
     assert "no stage's pace is measured yet" in unmeasured.stdout
     assert "run `heldout probe CHECKPOINT`" in unmeasured.stdout
 
-    tried = heldout(project, "probe", "base", "--episodes", "12")
+    tried = heldout(project, "probe", "base", "--episodes", "6")
     assert tried.returncode == 0, tried.stderr
     record = json.loads((project / ".heldout/probe/base.json").read_text())
-    assert (record["kind"], record["split"], record["episodes"]) == ("local", "train", 12)
-    assert record["episode_s"] == pytest.approx(record["seconds"] / 12)
+    assert (record["kind"], record["split"], record["episodes"]) == ("local", "val", 6)
+    assert "passed" not in record  # a pace, never an outcome
+    assert record["episode_s"] == pytest.approx(record["seconds"] / 6)
     assert record["stage_start_s"] > 0
-    # Train tasks only, and nothing of the run it prices: no split, no resume cache, no runs.
+    # The tasks the rollouts stage will run, and nothing of the run it prices: no split, no
+    # resume cache, no MLflow run.
     params = yaml.safe_load((project / "params.yaml").read_text())
-    train = {task.id for task in split_to_come(project, params, "test")["train"]}
-    assert len(record["tasks"]) == 4 and set(record["tasks"]) <= train
+    val = sorted(task.id for task in split_to_come(project, params, "test")["val"])
+    assert record["tasks"] == val[:2]
     assert not (project / "data/split/manifest.json").exists()
     assert not (project / ".heldout/episodes.sqlite").exists()
     assert not (project / "mlflow.db").exists()
@@ -149,12 +151,12 @@ def test_a_trial_of_a_local_agent_prices_a_project_that_never_ran(tmp_path):
     assert "expected" in total and "nothing measured" not in total
 
 
-def test_a_trial_of_a_split_that_would_leave_train_empty_is_one_line(tmp_path):
+def test_a_trial_of_a_split_that_would_leave_val_empty_is_one_line(tmp_path):
     project = configure_small_project(copy_project(tmp_path / "p"), tasks=20, n=3,
-                                      split={"fractions": {"train": 0.001, "val": 0.499,
+                                      split={"fractions": {"train": 0.499, "val": 0.001,
                                                            "test": 0.5}})
     tried = heldout(project, "probe", "base")
     assert tried.returncode == 2, tried.stderr
     assert tried.stderr.strip().splitlines()[-1].startswith(
-        "error: split 'train' would be empty: 20 tasks in 20 groups")
+        "error: split 'val' would be empty: 20 tasks in 20 groups")
     assert not (project / ".heldout/probe/base.json").exists()
