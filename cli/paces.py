@@ -80,6 +80,15 @@ class Paces:
         took, how = self._own_seconds(run_name, episodes)
         return (None, how) if took is None else (took + self.start_cost(), how)
 
+    def at_trial_pace(self, run_name: str) -> bool:
+        """Whether this stage is priced from the trials alone: no earlier run measured it, or
+        any rollout. A trial without a program at its time limit cannot say how long a
+        stage's slowest episode holds it up (cli/plan.py bounds it)."""
+        own = self.history.get(run_name)
+        measured = own is not None and (own.episodes_run > 0 or not run_name.startswith(
+            ("rollouts:", *EPISODE_STAGES)))
+        return bool(self.trials) and not measured and self.episode_seconds() is None
+
     def _own_seconds(self, run_name: str, episodes: int) -> tuple[float | None, str]:
         last = self.history.get(run_name)
         if run_name.startswith("rollouts:") and last is not None and last.episodes_run > 0:

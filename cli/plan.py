@@ -35,6 +35,7 @@ class StageWork:
     episodes: int
     calls_each: int  # model calls an episode makes, at most
     done: int = 0
+    batches: int = 1  # rollouts one after another, each waiting on its slowest episode
 
     @property
     def run_name(self) -> str:
@@ -88,16 +89,22 @@ class Forecast:
     rows: list[Planned]
     seconds: float  # at the measured paces, of the stages that have one
     unknown: int  # stages to run whose pace nothing measured
+    # At most this much more: stages priced at a trial's pace, each rollout among them held up
+    # by an episode at the program time limit (cli/paces.py, at_trial_pace).
+    tail: float = 0.0
 
     @property
     def episodes(self) -> int:
         return sum(row.left for row in self.rows)
 
     def pace(self) -> str:
+        expected = (f"expected {_duration(self.seconds)}" if not self.tail else
+                    f"expected {_duration(self.seconds)} to {_duration(self.seconds + self.tail)} "
+                    "if each rollout waits once on a program at its time limit")
         if not self.unknown:
-            return f"expected {_duration(self.seconds)}"
+            return expected
         if self.seconds:
-            return (f"expected {_duration(self.seconds)} for the measured stages; "
+            return (f"{expected} for the measured stages; "
                     f"{self.unknown} at a pace nothing measured")
         return ("no stage's pace is measured yet: no earlier run in MLflow, no `heldout probe` "
                 "(run `heldout probe CHECKPOINT`: a timed trial of a local agent, an endpoint's "
@@ -110,7 +117,8 @@ def forecast(root: Path, params: dict[str, Any], counts: dict[str, int],
     stage where `to_run` is None; none in a test stage that will read recorded results or be
     refused), and how long: at a probed endpoint's throughput, else at `paces`
     (cli.paces.Paces, the project's earlier runs)."""
-    rows, seconds, unknown = [], 0.0, 0
+    rows, seconds, unknown, tail = [], 0.0, 0, 0.0
+    limit = params.get("harness", {}).get("timeout_s", 0.0)
     for item in stage_work(root, params, counts):
         runs = to_run is None or item.address in to_run
         left = item.episodes - item.done if runs else 0
@@ -130,10 +138,14 @@ def forecast(root: Path, params: dict[str, Any], counts: dict[str, int],
             else:
                 seconds += took
                 expected = f"{_duration(took)} ({how})"
+                if left and paces.at_trial_pace(item.run_name):
+                    tail += item.batches * limit
+                    expected = (f"{_duration(took)} to {_duration(took + item.batches * limit)}"
+                                f" ({how})")
         rows.append(Planned(item, left, expected))
     if seconds and (to_run is None or to_run):
         seconds += paces.pipeline_cost()
-    return Forecast(rows, seconds, unknown)
+    return Forecast(rows, seconds, unknown, tail)
 
 
 def stage_seconds(root: Path, params: dict[str, Any], item: StageWork, left: int,
@@ -203,7 +215,8 @@ def stage_work(root: Path, params: dict[str, Any], counts: dict[str, int]) -> li
     base, per_run = params.get("base"), reruns.harness(harness).n
     work.append(StageWork(f"test (2 arms x {reruns.runs} runs x {per_run} episodes)", "test",
                           base, 2 * reruns.runs * test * per_run,
-                          calls_each(checkpoints.get(base, {}), harness)))
+                          calls_each(checkpoints.get(base, {}), harness),
+                          batches=reruns.runs))
     work.append(StageWork("report", "report", None, 0, 0))
     return work
 
