@@ -27,8 +27,8 @@ PROMPT = "Write a Python function add(a, b) that returns the sum of a and b."
 
 def probe(
     target: Annotated[str, typer.Argument(
-        help="A checkpoint of params.yaml with agent: openai, or an endpoint's base URL "
-             "(http://host:port/v1, with --model).")],
+        help="A checkpoint of params.yaml (an endpoint's with agent: openai, else a local "
+             "agent's trial), or an endpoint's base URL (http://host:port/v1, with --model).")],
     model: Annotated[str | None, typer.Option(help="The model, for a base URL.")] = None,
     ceiling: Annotated[int | None, typer.Option(
         "--max-in-flight", min=1,
