@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -39,7 +40,7 @@ def on_task_runner(pieces: list[Piece]) -> Iterator[tuple[int, list[dict]]]:
     if not pieces:  # every episode came from the resume cache
         return
     works = [work for work, _ in pieces]
-    futures = episode_chunk.map(works, [chunk for _, chunk in pieces], range(len(pieces)))
+    futures = episode_chunk.map(works, [chunk for _, chunk in pieces], chunk_numbers(works))
     index = {id(future): i for i, future in enumerate(futures)}
     label = works_label(works)
     total, done, pace = sum(len(chunk) for _, chunk in pieces), 0, Pace(time.monotonic)
@@ -53,6 +54,17 @@ def on_task_runner(pieces: list[Piece]) -> Iterator[tuple[int, list[dict]]]:
         update_progress_artifact(artifact, 100.0 * done / max(total, 1),
                                  progress_line(label, done, total, pace))
         yield piece, rows
+
+
+def chunk_numbers(works: list[EpisodeWork]) -> list[int]:
+    """Each piece's chunk number within its own work, which names its task run
+    (`canary:blind[0]`, whatever other work runs beside it)."""
+    seen: Counter[str] = Counter()
+    numbers = []
+    for work in works:
+        numbers.append(seen[work.label])
+        seen[work.label] += 1
+    return numbers
 
 
 def works_label(works: list[EpisodeWork]) -> str:
