@@ -70,7 +70,9 @@ def chunk_numbers(works: list[EpisodeWork]) -> list[int]:
 def works_label(works: list[EpisodeWork]) -> str:
     """The label of the work, or of the first and how many others run with it."""
     labels = list(dict.fromkeys(work.label for work in works))
-    return labels[0] if len(labels) == 1 else f"{labels[0]} and {len(labels) - 1} others"
+    others = len(labels) - 1
+    return labels[0] if not others else (
+        f"{labels[0]} and {others} other{'s' if others > 1 else ''}")
 
 
 def progress_line(label: str, done: int, total: int, pace: Pace) -> str:

@@ -3,7 +3,7 @@ measured from the first finished episode, so a slow start-up never reads as hour
 
 from __future__ import annotations
 
-from flows.fanout import progress_line
+from flows.fanout import chunk_numbers, progress_line, works_label
 from stages.progress import PACE_AFTER, EpisodeProgress, Pace
 
 
@@ -47,3 +47,14 @@ def test_the_flow_run_progress_line_says_no_eta_before_a_pace():
     pace = Pace(Clock())
     assert progress_line("rollouts:base", 0, 100, pace).endswith("ETA -")
     assert " - ep/s" in progress_line("rollouts:base", 0, 100, pace)
+
+
+def test_work_run_together_is_named_by_its_own_label_and_chunk_number():
+    from types import SimpleNamespace
+
+    works = [SimpleNamespace(label=label) for label in ("canary:oracle", "canary:blind",
+                                                        "canary:oracle", "canary:oracle")]
+    assert chunk_numbers(works) == [0, 0, 1, 2]
+    assert works_label(works) == "canary:oracle and 1 other"
+    assert works_label([*works, SimpleNamespace(label="x")]) == "canary:oracle and 2 others"
+    assert works_label(works[:1]) == "canary:oracle"
