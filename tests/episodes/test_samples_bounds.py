@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from heldout.episodes.samples import MAX_LINE_BYTES, read_samples
+from heldout.bounded import MAX_LINE_BYTES
+from heldout.episodes.samples import read_samples
 from heldout.errors import InputFileError
 from tests.memory import peak_growth_mib
 

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
-from heldout.episodes.samples import MAX_FILE_BYTES
+from heldout.bounded import MAX_FILE_BYTES
 from heldout.tasks.patches import MAX_DIFF_BYTES
 from heldout.tasks.sources import load_tasks
 from heldout.tasks.swebench import as_sample, node_list
