@@ -17,64 +17,11 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from cli.imported_files import ImportedFile, describe, foreign_kind, import_file, stem
 from cli.scoring_options import GroupKeyOption, ScoreKeyOption
 
 stdout = Console()
 SAY = {"markup": False, "highlight": False, "soft_wrap": True}
-# Suffixes a stem drops, longest first: `run.eval` -> `run`, `s.jsonl.gz` -> `s`.
-SUFFIXES = (".jsonl.gz", ".jsonl", ".json", ".eval")
-
-
-@dataclass(frozen=True)
-class ImportedFile:
-    path: Path
-    kind: str
-    rollouts: Path
-    card: dict[str, Any]
-    imported: Any  # heldout.sources.record.Imported
-
-
-def foreign_kind(path: Path) -> str | None:
-    """The harness that wrote `path`, when it is another's; None for heldout's own files
-    (rollouts, samples) and for a path that is not there (its reader says so)."""
-    from heldout.sources import FOREIGN
-    from heldout.sources.sniff import source_kind
-
-    if not path.exists():
-        return None
-    kind = source_kind(path)
-    return kind if kind in FOREIGN else None
-
-
-def stem(path: Path) -> str:
-    name = path.name
-    for suffix in SUFFIXES:
-        if name.lower().endswith(suffix):
-            return name[: -len(suffix)]
-    return name
-
-
-def import_file(path: Path, kind: str, rollouts: Path, score_key: str | None,
-                group_key: str | None) -> ImportedFile:
-    """Read `path` and write its rollout table to `rollouts` and its card beside it."""
-    from heldout.files import staged_outputs
-    from heldout.sources import read_source
-
-    imported = read_source(path, kind, score_key, group_key)
-    card = {"file": str(path), "kind": kind, **imported.source.card(),
-            "samples": len(imported.outcomes), "tasks": len(imported.samples_per_task())}
-    with staged_outputs() as outputs:
-        imported.table().to_parquet(outputs.path(rollouts), index=False)
-        outputs.write_json(rollouts.with_suffix(".source.json"), card)
-    return ImportedFile(path, kind, rollouts, card, imported)
-
-
-def describe(imported: ImportedFile) -> str:
-    card = imported.card
-    reported = ", ".join(f"{name} {value:.4g}" for name, value in card["reported"].items())
-    return (f"{imported.path}: {card['kind']} ({card['tool']} {card['tool_version']}".rstrip()
-            + f"), task {card['task']}, model {card['model']}; {card['scored_by']}"
-            + (f"; the tool's own figures: {reported}" if reported else ""))
 
 
 def import_command(
@@ -149,7 +96,6 @@ def compare_arms(base: Path, candidate: Path, out: Path, setup: Any, score_key: 
                  group_key: str | None) -> Arms:
     """The two arms as rollout files: another harness's results imported into `out`/imported
     (and refused unless comparable), samples files scored, rollout files as they are."""
-    from cli.samples import compare_inputs
     from heldout.report.inputs import read_rollouts
     from heldout.sources.comparable import check_comparable, same_tasks
 
@@ -176,40 +122,20 @@ def compare_arms(base: Path, candidate: Path, out: Path, setup: Any, score_key: 
     return Arms(paths, protocol, mixed=None in imported)
 
 
-def scored_by_line(summary: dict[str, Any]) -> str:
-    """`heldout score`'s line on what scored an imported file, and how far heldout agrees."""
-    card = summary["source"]
-    line = f"{card['kind']}: {card['scored_by']}"
-    claimed = summary.get("file_passed")
-    if claimed:  # judged again here
-        line = (f"{card['kind']}: scored by {card['tool']}'s {card['scorer']} scorer and judged "
-                f"again by heldout: they disagree on {claimed['disagree']} of "
-                f"{claimed['rows']} samples, in {len(claimed['tasks'])} task(s)"
-                + (f" ({', '.join(claimed['tasks'][:5])}"
-                   f"{', ...' if len(claimed['tasks']) > 5 else ''})" if claimed['tasks'] else ""))
-    reported = ", ".join(f"{name} {value:.4g}" for name, value in card["reported"].items())
-    return line + (f"; the tool's own figures: {reported}" if reported else "")
+def compare_inputs(base: Path, candidate: Path, out: Path, setup: Any) -> tuple[Path, Path]:
+    """The rollout files to compare: samples files are scored first into `out`/scored (per
+    role when their names clash), rollout files are taken as they are."""
+    from cli.samples import print_summary, score_files
+    from heldout.episodes.samples import file_kind, file_stem
 
-
-def score_source(path: Path, kind: str, target: Path, scoring: Any,
-                 ks: list[int] | None) -> tuple[Any, list | None]:
-    """Another harness's file under `heldout score`: (its Scored summary, None) as the tool
-    scored it; or, when --tasks holds every task and the file holds what was answered, (its
-    card, the samples to judge again), each sample carrying the tool's verdict as its claim."""
-    from cli.samples import Scored, summarize
-    from heldout.episodes.samples import SampleRow
-    from heldout.files import write_json_atomic
-    from heldout.report.inputs import read_rollouts
-
-    done = import_file(path, kind, target.with_name(f"{stem(path)}.imported.parquet"),
-                       scoring.score_key, scoring.group_key)
-    outcomes = done.imported.outcomes
-    if scoring.tasks and outcomes and all(o.task_id in scoring.by_id and o.completion
-                                          for o in outcomes):
-        return done.card, [SampleRow(0, o.task_id, o.sample, o.completion, o.passed)
-                           for o in outcomes]
-    table = read_rollouts(done.rollouts)
-    summary = summarize(table, path, scoring, ks) | {
-        "kind": kind, "scoring": None, "rollouts": str(done.rollouts), "source": done.card}
-    write_json_atomic(target, summary)
-    return Scored(path, done.rollouts, target, summary), None
+    paths = [base, candidate]
+    samples = [i for i, path in enumerate(paths) if file_kind(path) == "samples"]
+    if not samples:
+        return base, candidate
+    clash = file_stem(base) == file_stem(candidate)
+    outs = [out / "scored" / (("base", "candidate")[i] if clash else "") for i in samples]
+    scored = score_files([paths[i] for i in samples], outs, setup)
+    for index, result in zip(samples, scored, strict=True):
+        print_summary(result)
+        paths[index] = result.rollouts
+    return paths[0], paths[1]

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 
-from cli import command_runs, imports
+from cli import command_runs
+from cli.imported_files import foreign_kind, import_file, scored_by_line, stem
 from cli.scoring_options import (
     CanariesOption,
     GroupKeyOption,
@@ -131,9 +132,9 @@ def score_files(files: list[Path], outs: list[Path], scoring: Scoring,
     cards: dict[int, dict[str, Any]] = {}  # another harness's files judged again
     for index, (path, target) in enumerate(zip(files, targets, strict=True)):
         rollouts = target.with_name(f"{file_stem(path)}.parquet")
-        kind = imports.foreign_kind(path)
+        kind = foreign_kind(path)
         if kind is not None:  # another harness's results: summarized, or judged again
-            scored, samples = imports.score_source(path, kind, target, scoring, ks)
+            scored, samples = score_source(path, kind, target, scoring, ks)
             done.append(scored if samples is None else None)
             if samples is not None:
                 pending.append((index, samples))
@@ -199,6 +200,29 @@ def judge_pending(files: list[Path], targets: list[Path], done: list, pending: l
                 table.to_parquet(outputs.path(rollouts), index=False)
                 outputs.write_json(target, summary)
             done[index] = Scored(path, rollouts, target, summary)
+
+
+def score_source(path: Path, kind: str, target: Path, scoring: Any,
+                 ks: list[int] | None) -> tuple[Any, list | None]:
+    """Another harness's file under `heldout score`: (its Scored summary, None) as the tool
+    scored it; or, when --tasks holds every task and the file holds what was answered, (its
+    card, the samples to judge again), each sample carrying the tool's verdict as its claim."""
+    from heldout.episodes.samples import SampleRow
+    from heldout.files import write_json_atomic
+    from heldout.report.inputs import read_rollouts
+
+    done = import_file(path, kind, target.with_name(f"{stem(path)}.imported.parquet"),
+                       scoring.score_key, scoring.group_key)
+    outcomes = done.imported.outcomes
+    if scoring.tasks and outcomes and all(o.task_id in scoring.by_id and o.completion
+                                          for o in outcomes):
+        return done.card, [SampleRow(0, o.task_id, o.sample, o.completion, o.passed)
+                           for o in outcomes]
+    table = read_rollouts(done.rollouts)
+    summary = summarize(table, path, scoring, ks) | {
+        "kind": kind, "scoring": None, "rollouts": str(done.rollouts), "source": done.card}
+    write_json_atomic(target, summary)
+    return Scored(path, done.rollouts, target, summary), None
 
 
 def observed(label: str, total: int, work: Any) -> Any:
@@ -290,7 +314,7 @@ def print_summary(scored: Scored) -> None:
     stdout.print(f"{scored.path}{into}: checkpoint {s['checkpoint']}, harness "
                  f"{str(s['harness'])[:12]}", **SAY)
     if s.get("source"):
-        stdout.print(f"  {imports.scored_by_line(s)}", **SAY)
+        stdout.print(f"  {scored_by_line(s)}", **SAY)
     stdout.print(f"  {s['n_tasks']} tasks, {n} ({s['episodes']} samples); pass@1 "
                  f"{percent(p1['estimate'])} {interval_percent(p1['low'], p1['high'])} (95% "
                  f"interval: {p1['method']})", **SAY)
@@ -357,21 +381,3 @@ def score(
         print_summary(scored)
         if mlflow:
             stdout.print(f"  MLflow run {command_runs.log_score(scored)}", **SAY)
-
-
-def compare_inputs(base: Path, candidate: Path, out: Path, setup: Scoring) -> tuple[Path, Path]:
-    """The rollout files to compare: samples files are scored first into `out`/scored (per
-    role when their names clash), rollout files are taken as they are."""
-    from heldout.episodes.samples import file_kind, file_stem
-
-    paths = [base, candidate]
-    samples = [i for i, path in enumerate(paths) if file_kind(path) == "samples"]
-    if not samples:
-        return base, candidate
-    clash = file_stem(base) == file_stem(candidate)
-    outs = [out / "scored" / (("base", "candidate")[i] if clash else "") for i in samples]
-    scored = score_files([paths[i] for i in samples], outs, setup)
-    for index, result in zip(samples, scored, strict=True):
-        print_summary(result)
-        paths[index] = result.rollouts
-    return paths[0], paths[1]
