@@ -51,10 +51,15 @@ def import_file(path: Path, kind: str, rollouts: Path, score_key: str | None,
     from heldout.sources import read_source
 
     imported = read_source(path, kind, score_key, group_key)
+    table = imported.table()
+    rates = table.assign(passed=table["passed"] & (table["status"] != "error")).groupby(
+        "task_id")["passed"].mean()
+    # The card doubles as a DVC metrics file: the tool's figures and heldout's pass@1.
     card = {"file": str(path), "kind": kind, **imported.source.card(),
-            "samples": len(imported.outcomes), "tasks": len(imported.samples_per_task())}
+            "samples": len(imported.outcomes), "tasks": len(rates),
+            "pass_at_1": float(rates.mean())}
     with staged_outputs() as outputs:
-        imported.table().to_parquet(outputs.path(rollouts), index=False)
+        table.to_parquet(outputs.path(rollouts), index=False)
         outputs.write_json(rollouts.with_suffix(".source.json"), card)
     return ImportedFile(path, kind, rollouts, card, imported)
 

@@ -65,10 +65,9 @@ def log_import(done: ImportedFile) -> str:
     card = done.card
     params = {key: card[key] for key in ("file", "kind", "tool", "tool_version", "task",
                                          "scorer", "model", "file_sha256", "tasks", "samples")}
-    passed = float(done.imported.table()["passed"].mean())
     return log_run(f"import {card['model']}", {"command": "import", "tool": card["tool"]},
-                   params, {"pass_rate": passed, **{f"reported_{name}": value for name, value
-                                                    in card["reported"].items()}},
+                   params, {"pass_at_1": card["pass_at_1"], **{
+                       f"reported_{name}": value for name, value in card["reported"].items()}},
                    [done.rollouts, done.rollouts.with_suffix(".source.json")])
 
 

@@ -289,7 +289,7 @@ def compare(
     timeout_s: scoring_options.TimeoutOption = None,
     memory_mb: scoring_options.MemoryOption = None,
     workers: scoring_options.WorkersOption = None,
-    mlflow: scoring_options.MlflowOption = False,
+    mlflow: scoring_options.CompareMlflowOption = None,
 ) -> None:
     """The paired report of B against A from any two rollout or samples files (samples are
     scored first, as `heldout score` does), no pipeline needed. A file compared with itself
@@ -332,7 +332,7 @@ def compare(
         f"wrote {', '.join(str(path.relative_to(out)) for path in written)} in {out}",
         markup=False, highlight=False, soft_wrap=True,
     )
-    if mlflow:
+    if mlflow or (mlflow is None and arms.protocol is not None):
         run_id = log_compare(report, out, given)
         stdout.print(f"MLflow run {run_id}", markup=False, highlight=False)
 

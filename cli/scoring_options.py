@@ -74,6 +74,10 @@ WorkersOption = Annotated[int | None, typer.Option(
          "fingerprint.")]
 MlflowOption = Annotated[bool, typer.Option(
     "--mlflow", help="Log an MLflow run (params, metrics, summaries and files as artifacts).")]
+CompareMlflowOption = Annotated[bool | None, typer.Option(
+    "--mlflow/--no-mlflow", help="Log an MLflow run (the report's metrics, the inputs' digests, "
+                                 "the report as artifacts); by default when an input is another "
+                                 "harness's results.")]
 CanariesOption = Annotated[bool, typer.Option(
     "--canaries/--no-canaries", help="Check the sandbox first: the references must pass the "
                                      "tasks used, a do-nothing answer none (a warning if not).")]

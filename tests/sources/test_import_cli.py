@@ -47,7 +47,8 @@ def test_import_writes_a_rollout_table_and_a_card_naming_the_scorer(tmp_path: Pa
 def test_compare_of_two_inspect_logs_gives_the_paired_verdict_and_says_what_scored_it(
     tmp_path: Path
 ):
-    done = invoke("compare", BASE, CANDIDATE, "--out", tmp_path, "--score-key", "match")
+    done = invoke("compare", BASE, CANDIDATE, "--out", tmp_path, "--score-key", "match",
+                  "--no-mlflow")
     assert done.exit_code == 0, done.output
     assert ("Better: mockllm/candidate 85.3% vs mockllm/base 22.1%, +63.2 points "
             "[+37.2, +81.3], p < 0.0002 — 34 tasks × 2 episodes") in done.output
@@ -57,7 +58,7 @@ def test_compare_of_two_inspect_logs_gives_the_paired_verdict_and_says_what_scor
     assert "scored by inspect_ai's match scorer, not re-judged by heldout" in sources["B"]
     assert "1 sample(s) errored" in sources["A"]
     grouped = invoke("compare", BASE, CANDIDATE, "--out", tmp_path / "g", "--score-key",
-                     "match", "--group-key", "family")
+                     "match", "--group-key", "family", "--no-mlflow")
     assert grouped.exit_code == 0, grouped.output
     assert "34 tasks in 4 groups × 2 episodes" in grouped.output
 
@@ -71,13 +72,13 @@ def test_an_import_compares_with_heldouts_own_rollouts_on_the_same_tasks(tmp_pat
         harness="heldout-own-harness", checkpoint="step_3")
     own.to_parquet(tmp_path / "step_3.parquet")
     done = invoke("compare", tmp_path / "step_3.parquet", CANDIDATE, "--out", tmp_path / "r",
-                  "--score-key", "match")
+                  "--score-key", "match", "--no-mlflow")
     assert done.exit_code == 0, done.output
     report = json.loads((tmp_path / "r" / "report.json").read_text())
     assert report["harness"]["match"] is False
     assert "heldout's own rollouts" in report["protocol"]["sources"]["A"]
     fewer = invoke("compare", tmp_path / "step_3.parquet", INSPECT / "fewer.eval", "--out",
-                   tmp_path / "f", "--score-key", "match")
+                   tmp_path / "f", "--score-key", "match", "--no-mlflow")
     assert isinstance(fewer.exception, IncomparableRolloutsError)
     assert "task q04 is in A and not in B" in str(fewer.exception)
 
@@ -85,7 +86,8 @@ def test_an_import_compares_with_heldouts_own_rollouts_on_the_same_tasks(tmp_pat
 def test_a_mismatched_pair_is_one_line_exit_2_and_no_report(tmp_path: Path):
     done = subprocess.run([sys.executable, "-m", "cli.main", "compare",
                            str(VF / "base" / "traces.jsonl"), str(VF / "mismatch" / "traces.jsonl"),
-                           "--out", str(tmp_path / "out")], capture_output=True, text=True)
+                           "--out", str(tmp_path / "out")], capture_output=True, text=True,
+                          cwd=tmp_path)
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1] == (
         "error: not comparable: task arith-004 is in A and not in B (4 such task(s); A has 8 "
@@ -94,11 +96,12 @@ def test_a_mismatched_pair_is_one_line_exit_2_and_no_report(tmp_path: Path):
     assert not (tmp_path / "out" / "report.json").exists()
 
 
-def test_every_import_is_an_mlflow_run_with_the_files_digest(tmp_path: Path, monkeypatch):
+def test_every_import_and_compare_is_an_mlflow_run_with_the_files_digests(tmp_path: Path,
+                                                                         monkeypatch):
     store = f"sqlite:///{tmp_path / 'mlflow.db'}"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", store)
     monkeypatch.chdir(tmp_path)
-    path = lm_file("seed2")
+    path, other = lm_file("seed2"), lm_file("seed1")
     done = invoke("import", path, "--out", tmp_path / "out")
     assert done.exit_code == 0, done.output
     client = mlflow.MlflowClient(store)
@@ -106,11 +109,18 @@ def test_every_import_is_an_mlflow_run_with_the_files_digest(tmp_path: Path, mon
     assert run.data.params["file_sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
     assert run.data.tags["heldout.command"] == "import"
     assert run.data.tags["heldout.tool"] == "lm-evaluation-harness"
-    assert run.data.metrics["reported_acc"] == pytest.approx(
-        json.loads(next((LM / "seed2").glob("results_*.json")).read_text())
-        ["results"]["qa_mc"]["acc,none"])
+    figure = json.loads(next((LM / "seed2").glob("results_*.json")).read_text())[
+        "results"]["qa_mc"]["acc,none"]
+    assert run.data.metrics["reported_acc"] == pytest.approx(figure)
+    assert run.data.metrics["pass_at_1"] == pytest.approx(figure)
     assert {artifact.path for artifact in client.list_artifacts(run.info.run_id)} >= {
         f"{path.stem}.parquet", f"{path.stem}.source.json"}
+    compared = invoke("compare", other, path, "--out", tmp_path / "report")
+    assert compared.exit_code == 0, compared.output
+    (run,) = client.search_runs([e.experiment_id for e in client.search_experiments()],
+                                "tags.`heldout.command` = 'compare'")
+    assert run.data.params["base_sha256"] == hashlib.sha256(other.read_bytes()).hexdigest()
+    assert run.data.params["candidate_sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def test_score_summarizes_an_import_as_its_tool_scored_it(tmp_path: Path):
