@@ -6,8 +6,10 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -283,3 +285,51 @@ def selected_copy(selected: Path, tmp_path: Path, monkeypatch) -> Path:
         shutil.copytree(selected, copy)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{copy / 'own.db'}")
     return copy
+
+
+@dataclass(frozen=True)
+class TeamRun:
+    """A team's first `heldout pipeline`, run once for the session: a project with one ledger
+    store and one MLflow store for every clone and a DVC remote, cloned into `first`, planned,
+    then run. The terminal's checks and a teammate's pull read it (each on a copy of `first`
+    when it changes anything): one whole pipeline for both."""
+
+    first: Path
+    env: dict[str, str]
+    store: Path
+    plan: subprocess.CompletedProcess
+    run: subprocess.CompletedProcess
+    head: str
+    runs: list[str]  # the MLflow runs the first run logged
+
+
+@pytest.fixture(scope="session")
+def team_run(tmp_path_factory) -> TeamRun:
+    import mlflow
+
+    from tests.pipeline.test_fresh_clone import ok, user_shell
+
+    folder = tmp_path_factory.mktemp("team")
+    env = user_shell(folder)
+    env["MLFLOW_TRACKING_URI"] = f"sqlite:///{folder / 'team-mlflow.db'}"
+    origin = copy_project(folder / "origin")
+    # As a checkout holds it: without .dvcignore, the __pycache__ a sandbox program writes
+    # beside heldout/sandbox's modules (under `heldout pipeline`, the clone's own) is a dep.
+    shutil.copy2(REPO / ".dvcignore", origin / ".dvcignore")
+    store = folder / "team-ledger.sqlite"
+    configure_small_project(origin, tasks=30, n=2, reruns={"runs": 4, "episodes": 1},
+                            sensitivity={"fields": {"max_turns": [3]}},
+                            custody={"ledger_url": f"sqlite:///{store}"})
+    for cmd in (["git", "init", "-q"], ["dvc", "remote", "add", "-d", "team",
+                                        str(folder / "remote")],
+                ["git", "add", "-A"], ["git", "commit", "-qm", "init"]):
+        ok(cmd, origin, env)
+    first = folder / "first"
+    ok(["git", "clone", "-q", str(origin), str(first)], folder, env)
+    plan = ok(["heldout", "plan"], first, env)
+    run = ok(["heldout", "pipeline"], first, env)
+    head = ok(["git", "rev-parse", "HEAD"], first, env).stdout.strip()
+    client = mlflow.MlflowClient(env["MLFLOW_TRACKING_URI"])
+    runs = sorted(run.info.run_id for run in client.search_runs(
+        [experiment.experiment_id for experiment in client.search_experiments()]))
+    return TeamRun(first, env, store, plan, run, head, runs)

@@ -13,27 +13,18 @@ from pathlib import Path
 
 import mlflow
 import pandas as pd
-import pytest
 import yaml
 
+from heldout.custody.guard import sealing
 from heldout.episodes.rows import TIMING_COLUMNS
 from stages.access_record import RESULT_FILES, TIMINGS
 from stages.catalog import ACCESS, LEDGER, REPORTS, TEST_METRICS
 from stages.common import GIT_COMMIT_ENV, git_commit, tree_commit
-from tests.conftest import REPO, configure_small_project, copy_project
-from tests.pipeline.test_fresh_clone import ok, porcelain, user_shell
+from tests.conftest import TeamRun
+from tests.pipeline.test_fresh_clone import ok, porcelain
 
 VENV_BIN = str(Path(sys.executable).parent)
 UP_TO_DATE = "Data and pipelines are up to date."
-
-
-@pytest.fixture
-def team_env(tmp_path: Path) -> dict[str, str]:
-    """A user's shell with nothing of ours in it (tests/pipeline/test_fresh_clone.py), and one
-    MLflow store for the team."""
-    env = user_shell(tmp_path)
-    env["MLFLOW_TRACKING_URI"] = f"sqlite:///{tmp_path / 'team-mlflow.db'}"
-    return env
 
 
 def ledger_lines(store: Path) -> int:
@@ -55,33 +46,20 @@ def outputs_of(project: Path) -> dict[str, bytes]:
     return {name: (project / name).read_bytes() for name in names}
 
 
-def test_a_teammate_pulls_the_results_and_runs_nothing(tmp_path: Path, team_env):
-    origin = copy_project(tmp_path / "origin")
-    # As a checkout holds it: without .dvcignore, the __pycache__ a sandbox program writes
-    # beside heldout/sandbox's modules (under `heldout pipeline`, the clone's own) is a dep.
-    shutil.copy2(REPO / ".dvcignore", origin / ".dvcignore")
-    # A team's setup: one ledger store and one MLflow store for both clones, one DVC remote.
-    store = tmp_path / "team-ledger.sqlite"
-    configure_small_project(origin, tasks=30, n=2, reruns={"runs": 4, "episodes": 1},
-                            sensitivity={"fields": {"max_turns": [3]}},
-                            custody={"ledger_url": f"sqlite:///{store}"})
-    env = team_env
-    remote = tmp_path / "remote"
-    for cmd in (["git", "init", "-q"], ["dvc", "remote", "add", "-d", "team", str(remote)],
-                ["git", "add", "-A"], ["git", "commit", "-qm", "init"]):
-        ok(cmd, origin, env)
+def test_a_teammate_pulls_the_results_and_runs_nothing(tmp_path: Path, team_run: TeamRun):
+    """The team's first run (tests/conftest.py: one ledger store, one MLflow store, a DVC
+    remote), committed and pushed from a copy of its clone; the teammate clones and pulls."""
+    env, store = team_run.env, team_run.store
+    assert "test: ran in" in team_run.run.stdout and "report: ran in" in team_run.run.stdout
     first = tmp_path / "first"
-    ok(["git", "clone", "-q", str(origin), str(first)], tmp_path, env)
-
-    ran = ok(["heldout", "pipeline"], first, env)
-    assert "test: ran in" in ran.stdout and "report: ran in" in ran.stdout, ran.stdout
-    head = ok(["git", "rev-parse", "HEAD"], first, env).stdout.strip()
-    runs = run_ids(env["MLFLOW_TRACKING_URI"])
+    with sealing():  # this process guards the run's test split; copying it is not reading it
+        shutil.copytree(team_run.first, first, symlinks=True)
     client = mlflow.MlflowClient(env["MLFLOW_TRACKING_URI"])
     # Every stage's run and the summary's name the tree the pipeline started from: a clean
     # clone, not `+dirty` from the dvc.lock and ledger the pipeline itself wrote.
-    commits = {client.get_run(r).data.tags["heldout.git_commit"] for r in runs}
-    assert commits == {head}, commits
+    commits = {client.get_run(r).data.tags["heldout.git_commit"] for r in team_run.runs}
+    runs = run_ids(env["MLFLOW_TRACKING_URI"])  # the store as the teammate finds it
+    assert commits == {team_run.head}, commits
     lines = ledger_lines(store)
     assert lines == 2  # opened, closed
 

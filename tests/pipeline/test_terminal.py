@@ -19,10 +19,11 @@ import pandas as pd
 import pytest
 import yaml
 
+from heldout.custody.guard import sealing
 from heldout.errors import ParamsError
 from stages import params_check
 from tests.chromium import serve_mlflow
-from tests.conftest import REPO, configure_small_project, copy_project
+from tests.conftest import REPO, TeamRun, configure_small_project, copy_project
 
 PYTHON_HELDOUT = [sys.executable, "-X", "importtime", "-m", "cli.main"]
 GIT = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org",
@@ -52,6 +53,12 @@ def heldout(project: Path, *args: str, timeout: float = 900,
     return subprocess.run([str(Path(sys.executable).parent / "heldout"), *args], cwd=project,
                           env=run_env(project, **extra), stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, timeout=timeout)
+
+
+def terminal(project: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    """`heldout ARGS` in a user's shell (`env`, nothing of the test's), one stream."""
+    return subprocess.run(["heldout", *args], cwd=project, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=900)
 
 
 def lines(output: str) -> list[str]:
@@ -236,10 +243,12 @@ def test_a_bare_split_stage_checks_the_whole_file_first(small: Path):
     assert not (small / "data").exists()
 
 
-def test_a_user_error_inside_a_stage_under_the_pipeline_is_one_message_last(small: Path):
+def test_a_user_error_inside_a_stage_under_the_pipeline_is_one_message_last(
+    small: Path, prefect_api_url: str
+):
     """A file params.yaml names but that is not there: only the split stage finds out."""
     set_params(small, lambda p: p["tasks"].update(source="tasks/missing.jsonl"))
-    done = heldout(small, "pipeline")
+    done = heldout(small, "pipeline", PREFECT_API_URL=prefect_api_url)  # the server: the good run's
     assert done.returncode == 2, done.stdout
     assert "Traceback" not in done.stdout and "ReproductionError" not in done.stdout
     shown = lines(done.stdout)
@@ -250,30 +259,38 @@ def test_a_user_error_inside_a_stage_under_the_pipeline_is_one_message_last(smal
     assert sum("no such file" in line for line in shown) == 1, done.stdout
 
 
-def test_a_stage_that_fails_leaves_the_outputs_of_its_last_good_run(small: Path):
+def test_a_stage_that_fails_leaves_the_outputs_of_its_last_good_run(
+    tmp_path: Path, team_run: TeamRun, prefect_api_url: str
+):
     """A broken task file: DVC deletes the split's outputs before the stage finds out, and the
-    pipeline brings back those dvc.lock names (issue 27, item 6)."""
+    pipeline brings back those dvc.lock names (issue 27, item 6). On a copy of the team's run,
+    against the session's Prefect API (the server a run starts itself is the good run's)."""
+    small = tmp_path / "copy"
+    with sealing():  # this process guards the run's test split; copying it is not reading it
+        shutil.copytree(team_run.first, small, symlinks=True)
+
     def split_files() -> dict[str, bytes]:
         return {str(path.relative_to(small)): path.read_bytes()
                 for path in sorted((small / "data" / "split").rglob("*")) if path.is_file()}
 
-    assert heldout(small, "pipeline", "split").returncode == 0
     before = split_files()
     assert len(before) >= 4
     source = small / yaml.safe_load((small / "params.yaml").read_text())["tasks"]["source"]
     source.write_text(source.read_text() + "{not json\n")
-    done = heldout(small, "pipeline", "split")
+    done = terminal(small, {**team_run.env, "PREFECT_API_URL": prefect_api_url},
+                    "pipeline", "split")
     assert done.returncode == 2, done.stdout
     assert "split: FAILED after" in done.stdout, done.stdout
     assert "its previous outputs are back (dvc.lock's)" in done.stdout
-    assert split_files() == before
+    with sealing():
+        assert split_files() == before
 
 
 # --- a good run ---------------------------------------------------------------------------
 
 
-def pipeline_runs(project: Path) -> list:
-    client = mlflow.MlflowClient(f"sqlite:///{project / 'mlflow.db'}")
+def pipeline_runs(uri: str) -> list:
+    client = mlflow.MlflowClient(uri)
     experiment = client.get_experiment_by_name("heldout")
     return client.search_runs([experiment.experiment_id], "tags.`heldout.stage` = 'pipeline'")
 
@@ -282,13 +299,13 @@ STAGES = ["split", "decontaminate", "rollouts@base", "rollouts@late", "score", "
           "sensitivity", "test", "report"]
 
 
-def test_a_good_run_is_one_line_per_stage_and_a_no_op_starts_nothing(small: Path):
-    planned = heldout(small, "plan")
-    assert planned.returncode == 0, planned.stdout
-    to_run = int(re.search(r"to run: ([\d,]+) episodes", planned.stdout).group(1).replace(",", ""))
-    first = heldout(small, "pipeline")
-    assert first.returncode == 0, first.stdout
-    out = first.stdout
+def test_a_good_run_is_one_line_per_stage_and_a_no_op_starts_nothing(tmp_path: Path,
+                                                                     team_run: TeamRun):
+    """The team's first run (tests/conftest.py, shared with the teammate's pull), as the
+    terminal showed it; then a copy of its clone, run again."""
+    to_run = int(re.search(r"to run: ([\d,]+) episodes", team_run.plan.stdout).group(1)
+                 .replace(",", ""))
+    out, first, env = team_run.run.stdout, team_run.first, team_run.env
     for noise in ("Task run", "Finished in state", "Beginning flow run", "View at",
                   "git add dvc.lock", "autostage", "Running stage", "Traceback",
                   "INFO mlflow"):
@@ -302,30 +319,35 @@ def test_a_good_run_is_one_line_per_stage_and_a_no_op_starts_nothing(small: Path
     assert lines(out)[0].startswith(f"pipeline: 9 stages, DVC runs what is stale from split on, "
                                     f"about {to_run:,} episodes ("), out
     assert "; starting a Prefect server of its own" in lines(out)[0]
-    ran = sum(len(pd.read_parquet(path)) for path in (small / "data/rollouts/val").glob(
-        "*.parquet")) + len(pd.read_parquet(small / "data/test/timings.parquet"))
+    ran = sum(len(pd.read_parquet(path)) for path in (first / "data/rollouts/val").glob(
+        "*.parquet")) + len(pd.read_parquet(first / "data/test/timings.parquet"))
     assert ran < to_run  # the canaries and the sweep's episodes are the rest
-    assert f"report: {small / 'reports' / 'report.html'} (and report.md, report.json)" in out
-    assert len(pipeline_runs(small)) == 1
+    assert f"report: {first / 'reports' / 'report.html'} (and report.md, report.json)" in out
+    uri = env["MLFLOW_TRACKING_URI"]
+    assert len([run for run in pipeline_runs(uri) if run.info.run_id in team_run.runs]) == 1
 
+    small = tmp_path / "copy"
+    with sealing():  # this process guards the run's test split; copying it is not reading it
+        shutil.copytree(first, small, symlinks=True)
+    before = len(pipeline_runs(uri))
     # Nothing stale: DVC says so, and nothing else starts (no Prefect, no MLflow run).
     started = time.monotonic()
-    noop = subprocess.run([*PYTHON_HELDOUT, "pipeline"], cwd=small, env=run_env(small),
+    noop = subprocess.run([*PYTHON_HELDOUT, "pipeline"], cwd=small, env=env,
                           capture_output=True, text=True, timeout=300)
     took = time.monotonic() - started
     assert noop.returncode == 0, noop.stderr[-3000:]
     assert noop.stdout == "pipeline: nothing to do, 9 stages up to date\n"
-    assert "to run: nothing: every stage is up to date with dvc.lock" in heldout(
-        small, "plan").stdout
+    assert "to run: nothing: every stage is up to date with dvc.lock" in terminal(
+        small, env, "plan").stdout
     assert not {"prefect", "mlflow"} & imported(noop.stderr)
-    assert len(pipeline_runs(small)) == 1
+    assert len(pipeline_runs(uri)) == before
     assert took < 15, f"{took:.1f} s"
 
     # -v: Prefect's lines are back (only the report is stale: its code changed; a deleted output
     # would not do, DVC restores a cached one without running the stage).
     code = small / "stages" / "report.py"
     code.write_text(code.read_text() + "\n# edited\n")
-    loud = heldout(small, "-v", "pipeline")
+    loud = terminal(small, env, "-v", "pipeline")
     assert loud.returncode == 0, loud.stdout
     assert "Beginning flow run" in loud.stdout and "Finished in state Completed" in loud.stdout
     assert "Task run 'report'" in loud.stdout and "Running stage 'report'" in loud.stdout
@@ -334,11 +356,11 @@ def test_a_good_run_is_one_line_per_stage_and_a_no_op_starts_nothing(small: Path
     assert len(lines_matching(loud.stdout)) == len(STAGES), loud.stdout
     assert status.pop("report").startswith("ran in")
     assert status == {stage: "up to date" for stage in STAGES if stage != "report"}
-    assert len(pipeline_runs(small)) == 2
+    assert len(pipeline_runs(uri)) == before + 1
 
     # The plan prices what is stale at its last run's pace, from MLflow (issue 39 item 2).
     code.write_text(code.read_text() + "# again\n")
-    again = heldout(small, "plan")
+    again = terminal(small, env, "plan")
     assert again.returncode == 0, again.stdout
     rows = {line.split()[0]: line for line in again.stdout.splitlines() if line.startswith("  ")}
     assert re.search(r" \d+ s \(its last run\)$", rows["report"]), again.stdout
