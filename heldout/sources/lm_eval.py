@@ -16,14 +16,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from heldout.bounded import file_lines, read_document
+from heldout.bounded import read_document
 from heldout.canonical import canonical_json, sha256_hex
 from heldout.errors import HeldoutError, InputFileError, Problem
-from heldout.json_lines import LineError, read_line
+from heldout.sources import lines
 from heldout.sources.record import Imported, Outcome, Source
 from heldout.sources.values import as_pass, describe
 
-MAX_DOCUMENTS = 250_000
 HASHES = ("doc_hash", "prompt_hash", "target_hash")
 # lm-eval names its files samples_<task>_<ISO time>.jsonl; the task is said nowhere else.
 FILE_NAME = re.compile(r"^samples_(?P<task>.+)_(?P<time>\d{4}-\d{2}-\d{2}T[\d.-]+)\.jsonl$")
@@ -31,34 +30,6 @@ FILE_NAME = re.compile(r"^samples_(?P<task>.+)_(?P<time>\d{4}-\d{2}-\d{2}T[\d.-]
 
 def is_lm_eval_line(record: dict) -> bool:
     return "doc_id" in record and "metrics" in record and "filter" in record
-
-
-def _records(path: Path) -> list[tuple[int, dict]]:
-    records, problems = [], []
-    for number, raw in enumerate(file_lines(path, "an lm-eval samples file"), start=1):
-        if raw is None:
-            problems.append(Problem(number, None, "longer than 4 MiB"))
-            continue
-        if not raw.strip():
-            continue
-        try:
-            record = read_line(raw)
-        except LineError as error:
-            problems.append(Problem(number, None, str(error)))
-            continue
-        if not (isinstance(record, dict) and is_lm_eval_line(record)):
-            problems.append(Problem(number, None, "not an lm-eval sample (doc_id, metrics, "
-                                                  "filter and the metrics' values)"))
-            continue
-        records.append((number, record))
-        if len(records) > MAX_DOCUMENTS:
-            raise InputFileError(path, [Problem(number, None, (
-                f"more than {MAX_DOCUMENTS:,} documents: split the file"))])
-    if problems:
-        raise InputFileError(path, problems)
-    if not records:
-        raise InputFileError(path, [Problem(None, None, "no samples")])
-    return records
 
 
 def _key(records: list[tuple[int, dict]], wanted: str | None, path: Path) -> tuple[str, str]:
@@ -91,7 +62,8 @@ def _group(record: dict, group_key: str | None, where: str) -> str | None:
 
 
 def read_lm_eval_samples(path: Path, score_key: str | None, group_key: str | None) -> Imported:
-    records = _records(path)
+    records = lines.records(path, "an lm-eval samples file", is_lm_eval_line,
+                            "an lm-eval sample (doc_id, metrics, filter and their values)")
     metric, filter_name = _key(records, score_key, path)
     outcomes, problems, seen = [], [], {}
     for number, record in records:

@@ -17,13 +17,11 @@ import math
 from pathlib import Path
 from typing import Any
 
-from heldout.bounded import file_lines
-from heldout.errors import HeldoutError, InputFileError, Problem
-from heldout.json_lines import LineError, read_line
+from heldout.errors import HeldoutError
+from heldout.sources import lines
 from heldout.sources.record import Imported, Outcome, Source
 from heldout.sources.values import as_pass, not_pass_fail
 
-MAX_ROLLOUTS = 250_000
 REWARD = "reward"
 
 
@@ -104,38 +102,11 @@ def _outcome(record: dict, key: str, group_key: str | None, where: str) -> Outco
         group=_group(data, group_key, where))
 
 
-def _records(path: Path) -> list[tuple[int, dict]]:
-    records, problems = [], []
-    for number, raw in enumerate(file_lines(path, "a verifiers results file"), start=1):
-        if raw is None:
-            problems.append(Problem(number, None, "longer than 4 MiB"))
-            continue
-        if not raw.strip():
-            continue
-        try:
-            record = read_line(raw)
-        except LineError as error:
-            problems.append(Problem(number, None, str(error)))
-            continue
-        if not (isinstance(record, dict) and is_verifiers_line(record)):
-            problems.append(Problem(number, None, "not a verifiers rollout (env, task, "
-                                                  "traces)"))
-            continue
-        records.append((number, record))
-        if len(records) > MAX_ROLLOUTS:
-            raise InputFileError(path, [Problem(number, None, (
-                f"more than {MAX_ROLLOUTS:,} rollouts: split the file"))])
-    if problems:
-        raise InputFileError(path, problems)
-    return records
-
-
 def read_verifiers_results(path: Path, score_key: str | None,
                            group_key: str | None) -> Imported:
     key = score_key or REWARD
-    records = _records(path)
-    if not records:
-        raise InputFileError(path, [Problem(None, None, "no rollouts")])
+    records = lines.records(path, "a verifiers results file", is_verifiers_line,
+                            "a verifiers rollout (env, task, traces)")
     read = [_outcome(record, key, group_key, f"{path}:{number}") for number, record in records]
     # No rollout index is written: a task's rollouts are numbered in the order they started
     # (lines, where no start time is), which run -c 1 or concurrently alike.
