@@ -19,7 +19,7 @@ from pathlib import Path
 from heldout.bounded import read_document
 from heldout.canonical import canonical_json, sha256_hex
 from heldout.errors import HeldoutError, InputFileError, Problem
-from heldout.sources import lines
+from heldout.sources.lines import records as read_records
 from heldout.sources.record import Imported, Outcome, Source
 from heldout.sources.values import as_pass, describe
 
@@ -62,8 +62,8 @@ def _group(record: dict, group_key: str | None, where: str) -> str | None:
 
 
 def read_lm_eval_samples(path: Path, score_key: str | None, group_key: str | None) -> Imported:
-    records = lines.records(path, "an lm-eval samples file", is_lm_eval_line,
-                            "an lm-eval sample (doc_id, metrics, filter and their values)")
+    records = read_records(path, "an lm-eval samples file", is_lm_eval_line,
+                                 "an lm-eval sample (doc_id, metrics, filter and their values)")
     metric, filter_name = _key(records, score_key, path)
     outcomes, problems, seen = [], [], {}
     for number, record in records:

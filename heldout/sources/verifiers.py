@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from heldout.errors import HeldoutError
-from heldout.sources import lines
+from heldout.sources.lines import records as read_records
 from heldout.sources.record import Imported, Outcome, Source
 from heldout.sources.values import as_pass, not_pass_fail
 
@@ -105,8 +105,8 @@ def _outcome(record: dict, key: str, group_key: str | None, where: str) -> Outco
 def read_verifiers_results(path: Path, score_key: str | None,
                            group_key: str | None) -> Imported:
     key = score_key or REWARD
-    records = lines.records(path, "a verifiers results file", is_verifiers_line,
-                            "a verifiers rollout (env, task, traces)")
+    records = read_records(path, "a verifiers results file", is_verifiers_line,
+                                 "a verifiers rollout (env, task, traces)")
     read = [_outcome(record, key, group_key, f"{path}:{number}") for number, record in records]
     # No rollout index is written: a task's rollouts are numbered in the order they started
     # (lines, where no start time is), which run -c 1 or concurrently alike.
