@@ -63,7 +63,7 @@ def _group(record: dict, group_key: str | None, where: str) -> str | None:
 
 def read_lm_eval_samples(path: Path, score_key: str | None, group_key: str | None) -> Imported:
     records = read_records(path, "an lm-eval samples file", is_lm_eval_line,
-                                 "an lm-eval sample (doc_id, metrics, filter and their values)")
+                           "an lm-eval sample (doc_id, metrics, filter and their values)")
     metric, filter_name = _key(records, score_key, path)
     outcomes, problems, seen = [], [], {}
     for number, record in records:

@@ -106,7 +106,7 @@ def read_verifiers_results(path: Path, score_key: str | None,
                            group_key: str | None) -> Imported:
     key = score_key or REWARD
     records = read_records(path, "a verifiers results file", is_verifiers_line,
-                                 "a verifiers rollout (env, task, traces)")
+                           "a verifiers rollout (env, task, traces)")
     read = [_outcome(record, key, group_key, f"{path}:{number}") for number, record in records]
     # No rollout index is written: a task's rollouts are numbered in the order they started
     # (lines, where no start time is), which run -c 1 or concurrently alike.
