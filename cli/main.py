@@ -251,8 +251,8 @@ def tasks_validate(
 @app.command()
 def compare(
     base: Annotated[Path, typer.Argument(
-        metavar="A", help="The base: a rollout file (.parquet) or a samples file (.jsonl, "
-                          ".jsonl.gz: task_id, completion[, sample]).")],
+        metavar="A", help="The base: a rollout file (.parquet), a samples file (.jsonl: "
+                          "task_id, completion) or another harness's results (see import).")],
     candidate: Annotated[Path, typer.Argument(
         metavar="B", help="The candidate, the same way.")],
     out: Annotated[
@@ -292,7 +292,8 @@ def compare(
     mlflow: scoring_options.CompareMlflowOption = None,
 ) -> None:
     """The paired report of B against A from any two rollout or samples files (samples are
-    scored first, as `heldout score` does), no pipeline needed. A file compared with itself
+    scored first, as `heldout score` does) or other harnesses' results (refused unless
+    comparable), no pipeline needed. A file compared with itself
     (or with a byte-for-byte copy) is a warning, not an error: the report is written, with
     every difference 0. Arms whose rows say they ran at different times are "not decidable"
     unless a reference checkpoint ran beside each (--reference-a, --reference-b)."""
