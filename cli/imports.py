@@ -1,8 +1,6 @@
-"""`heldout import`, and the imported half of `score` and `compare`: results another harness
-wrote (heldout.sources: inspect_ai, lm-eval, evalplus, SWE-bench, verifiers), each read into a
-rollout table `<stem>.parquet` with its card `<stem>.source.json` (what scored it, the file's
-digest, the tool's own figures), which `compare`, the report and MLflow read like any rollout
-file.
+"""`heldout import`, and the arms of `heldout compare`: results another harness wrote
+(heldout.sources: inspect_ai, lm-eval, evalplus, SWE-bench, verifiers) imported into rollout
+tables (cli/imported_files.py), samples files scored, and the pair refused unless comparable.
 
 Registered by cli/main.py. Imports stay inside the functions: `heldout --help` must not pay
 for pandas or mlflow.
@@ -47,6 +45,8 @@ def import_command(
         raise HeldoutError(f"two files would both write {out / (clash[0] + '.parquet')}: "
                            "import them into different folders (--out)")
     for path, name in zip(files, stems, strict=True):
+        if not path.exists():
+            raise HeldoutError(f"{path}: no such file or folder")
         kind = foreign_kind(path)
         if kind is None:
             raise HeldoutError(f"{path}: not another harness's results (a rollout or samples "
