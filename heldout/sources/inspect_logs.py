@@ -128,8 +128,7 @@ def _plain(value: Any) -> Any:
 def _reported(header: Any, key: str) -> dict[str, float]:
     name, _, inner = key.partition(".")
     for score in header.results.scores if header.results else []:
-        if (score.scorer, score.name) in ((name, inner or name), (name, name)) and (
-                not inner or score.name == inner):
+        if (score.scorer, score.name) == (name, inner or name):
             return {metric: float(value.value) for metric, value in score.metrics.items()}
     return {}
 
