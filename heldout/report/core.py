@@ -20,6 +20,7 @@ import pandas as pd
 from heldout.report.beneath import beneath_section
 from heldout.report.contamination import Decontamination, contamination_section
 from heldout.report.curves import curve
+from heldout.report.effort import Effort, effort_section
 from heldout.report.estimates import headline_estimates
 from heldout.report.formatting import (
     percent,
@@ -195,6 +196,9 @@ class Report:
     # None when no decontamination was given (heldout compare): the report then says nothing
     # about contamination, rather than claiming none was found.
     contamination: Contamination | None = None
+    # What each arm spent per episode beside what it passed; None in a report.json written
+    # before it was reported (issue 41).
+    effort: Effort | None = None
 
     @property
     def verdict(self) -> str:
@@ -249,6 +253,7 @@ class Report:
             metrics["run_drift_sd"] = decision.drift.run_sd
         if self.contamination is not None:
             metrics |= _contamination_metrics(self.contamination)
+        metrics |= self.effort.metrics() if self.effort is not None else {}
         # Six significant digits, not decimals: a p-value of 1e-9 must not print as 0.
         return {key: float(f"{value:.6g}") if isinstance(value, float) else int(value)
                 for key, value in metrics.items()}
@@ -269,6 +274,7 @@ class Report:
             "protocol": self.protocol,
             "contamination": (None if self.contamination is None
                               else self.contamination.to_json()),
+            "effort": None if self.effort is None else self.effort.to_json(),
             "metrics": self.metrics,
         }
 
@@ -291,6 +297,7 @@ class Report:
             # Absent from report.json files written before contamination was reported.
             contamination=(None if data.get("contamination") is None
                            else Contamination.from_json(data["contamination"])),
+            effort=None if data.get("effort") is None else Effort.from_json(data["effort"]),
         )
 
 
@@ -361,6 +368,7 @@ def build_report(
                                       [*harness.fingerprints.base, *harness.fingerprints.candidate])
     sd = paired_sd(arms)
     labels = group_labels(arms.base.counts.index, groups)
+    effort = effort_section(PerArm(base, candidate), list(arms.base.counts.index), groups, seed)
     headline = Headline(
         pass_at_1=estimates.pass_at_1,
         decision=decision,
@@ -372,7 +380,8 @@ def build_report(
         notes=([support_words(decision, protocol_card)]
                + _reference_note(reference)
                + _exact_bound_notes(arms, summaries, decision)
-               + _context_notes(names, paired.tasks, beneath)),
+               + _context_notes(names, paired.tasks, beneath)
+               + [line for line in [effort.line(names)] if line]),
     )
     return Report(
         names=names,
@@ -386,4 +395,5 @@ def build_report(
         beneath=beneath,
         protocol=protocol_card,
         contamination=contamination,
+        effort=effort,
     )

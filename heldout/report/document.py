@@ -10,6 +10,7 @@ from typing import Any
 
 from heldout.report.blocks import Block, Document, Figure, Paragraph, Section, Subheading, Table
 from heldout.report.core import Report
+from heldout.report.effort import effort_bounds, effort_number, effort_signed
 from heldout.report.formatting import (
     id_list,
     interval_percent,
@@ -150,6 +151,24 @@ def _power(report: Report) -> Section:
     return Section("power", "Power", blocks)
 
 
+def _effort(report: Report) -> list[Block]:
+    """What each arm spent per episode, beside what it passed (issue 41)."""
+    effort, names = report.effort, report.names
+    blocks: list[Block] = [Subheading("Effort per episode")]
+    if effort.rows:
+        blocks.append(Table(
+            ["measure", names.base, names.candidate, "ratio", "difference (95% interval)",
+             "tasks"],
+            [[row.words, effort_number(row.base), effort_number(row.candidate),
+              "—" if row.ratio is None else f"{row.ratio:.2f}×",
+              f"{effort_signed(row.difference)} {effort_bounds(row)}", str(row.tasks)]
+             for row in effort.rows]))
+    if effort.not_recorded:
+        blocks.append(Paragraph(f"Not recorded by either arm's rows: "
+                                f"{', '.join(effort.not_recorded)}."))
+    return blocks
+
+
 def _beneath(report: Report) -> Section:
     names, beneath, tasks = report.names, report.beneath, report.tasks
 
@@ -186,6 +205,8 @@ def _beneath(report: Report) -> Section:
                 f"Dropped {dropped.count} task(s) of {name}, {dropped.reason}: "
                 f"{id_list(dropped.ids)}."
             ))
+    if report.effort is not None:
+        blocks += _effort(report)
     if beneath.groups:
         blocks.append(Subheading("Per group"))
         blocks.append(Table(
