@@ -38,6 +38,7 @@ def import_command(
     """Read other harnesses' results into heldout's rollout tables, to compare
     (`heldout compare A.parquet B.parquet`), report and log like heldout's own."""
     from heldout.errors import HeldoutError
+    from heldout.sources.sniff import ROLLOUTS, SAMPLES, UNKNOWN, source_kind, unknown_source
 
     stems = [stem(path) for path in files]
     clash = sorted({name for name in stems if stems.count(name) > 1})
@@ -47,10 +48,12 @@ def import_command(
     for path, name in zip(files, stems, strict=True):
         if not path.exists():
             raise HeldoutError(f"{path}: no such file or folder")
-        kind = foreign_kind(path)
-        if kind is None:
-            raise HeldoutError(f"{path}: not another harness's results (a rollout or samples "
-                               "file is heldout's own: heldout score reads it)")
+        kind = source_kind(path)
+        if kind in (ROLLOUTS, SAMPLES):
+            raise HeldoutError(f"{path}: heldout's own {kind} file, not another harness's "
+                               "results: heldout score and heldout compare read it as it is")
+        if kind == UNKNOWN:
+            raise unknown_source(path)
         done = import_file(path, kind, out / f"{name}.parquet", score_key, group_key)
         stdout.print(describe(done), **SAY)
         stdout.print(f"  {done.card['tasks']} tasks, {done.card['samples']} samples -> "

@@ -16,14 +16,17 @@ INSPECT_EVAL, INSPECT_JSON = "inspect_ai .eval", "inspect_ai .json"
 LM_EVAL, EVALPLUS = "lm-eval", "evalplus"
 SWEBENCH_REPORTS, SWEBENCH_SUMMARY = "SWE-bench reports", "SWE-bench summary"
 VERIFIERS = "verifiers"
+UNKNOWN = "unknown"  # no harness heldout knows: each command's own reader says what it reads
 KNOWN = ("a rollout file (.parquet), human-eval samples or SWE-bench predictions (JSONL), an "
          "inspect_ai log (.eval, .json), an lm-eval --log_samples file, evalplus's "
          "eval_results.json, a SWE-bench report (report.json, the run's summary, or the "
          "run's folder) or verifiers' results.jsonl")
 
 
-def _unknown(path: Path, what: str) -> InputFileError:
-    return InputFileError(path, [Problem(None, None, f"{what}; heldout reads {KNOWN}")])
+def unknown_source(path: Path) -> InputFileError:
+    """`heldout import`'s refusal of a file no known harness wrote."""
+    return InputFileError(path, [Problem(None, None, f"no harness heldout knows wrote this "
+                                                     f"file; heldout reads {KNOWN}")])
 
 
 def _line_kind(record: dict) -> str | None:
@@ -53,7 +56,8 @@ def _document_kind(document: object) -> str | None:
 
 
 def source_kind(path: Path) -> str:
-    """One of the kinds above, or InputFileError saying what heldout reads."""
+    """One of the kinds above (UNKNOWN when no known harness wrote it); InputFileError only
+    when the file cannot be read, or a JSON document passes heldout's bounds."""
     if path.is_dir():
         return SWEBENCH_REPORTS  # a harness run's folder of report.json files
     if not path.is_file():
@@ -68,8 +72,7 @@ def source_kind(path: Path) -> str:
         return SAMPLES  # human-eval's .jsonl.gz; the samples reader says if it is not
     text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
     if not text.startswith(b"{"):
-        raise _unknown(path, "not a JSON object, a JSON Lines file of objects, an .eval "
-                             "archive nor a Parquet file")
+        return UNKNOWN
     first_line = text.split(b"\n", 1)[0]
     try:
         record = read_line(first_line)
@@ -81,6 +84,4 @@ def source_kind(path: Path) -> str:
         return INSPECT_JSON
     kind = _document_kind(record if isinstance(record, dict) else
                           read_document(path, "a results file"))
-    if kind is None:
-        raise _unknown(path, "a JSON file of no harness heldout knows")
-    return kind
+    return UNKNOWN if kind is None else kind

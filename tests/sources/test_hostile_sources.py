@@ -61,11 +61,23 @@ def test_a_long_line_of_an_lm_eval_file_is_one_problem_with_its_line(tmp_path: P
 
 
 def test_a_file_of_no_known_harness_says_what_heldout_reads(tmp_path: Path):
+    """Unknown to the sniff, a file keeps what each command's own reader says of it (compare
+    and score: the samples reader's words); `heldout import` names what it reads."""
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
     path = tmp_path / "results.json"
     path.write_text('{"accuracy": 0.5}')
-    with pytest.raises(InputFileError, match=r"a JSON file of no harness heldout knows; heldout "
-                                             r"reads a rollout file \(\.parquet\)"):
-        source_kind(path)
+    assert source_kind(path) == "unknown"
+    done = CliRunner().invoke(app, ["import", str(path), "--out", str(tmp_path / "out")])
+    assert isinstance(done.exception, InputFileError)
+    assert "no harness heldout knows wrote this file; heldout reads a rollout file (.parquet)" \
+        in str(done.exception)
+    own = CliRunner().invoke(app, ["import", str(lm_file("seed1").parent.parent.parent /
+                                                 "evalplus" / "samples_base.jsonl"),
+                                   "--out", str(tmp_path / "out")])
+    assert "heldout's own samples file, not another harness's results" in str(own.exception)
 
 
 def test_a_broken_inspect_archive_is_one_sentence(tmp_path: Path):
