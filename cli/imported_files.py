@@ -49,15 +49,15 @@ def import_file(path: Path, kind: str, rollouts: Path, score_key: str | None,
     """Read `path` and write its rollout table to `rollouts` and its card beside it."""
     from heldout.files import staged_outputs
     from heldout.sources import read_source
+    from heldout.statistics.counts import per_task_counts
 
     imported = read_source(path, kind, score_key, group_key)
     table = imported.table()
-    rates = table.assign(passed=table["passed"] & (table["status"] != "error")).groupby(
-        "task_id")["passed"].mean()
+    counts = per_task_counts(table)
     # The card doubles as a DVC metrics file: the tool's figures and heldout's pass@1.
     card = {"file": str(path), "kind": kind, **imported.source.card(),
-            "samples": len(imported.outcomes), "tasks": len(rates),
-            "pass_at_1": float(rates.mean())}
+            "samples": len(imported.outcomes), "tasks": len(counts),
+            "pass_at_1": float((counts["c"] / counts["n"]).mean())}
     with staged_outputs() as outputs:
         table.to_parquet(outputs.path(rollouts), index=False)
         outputs.write_json(rollouts.with_suffix(".source.json"), card)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+from functools import partial
 from pathlib import Path
 
 from heldout.sources import sniff
@@ -35,18 +36,14 @@ def read_source(path: Path, kind: str, score_key: str | None = None,
     from heldout.sources import evalplus, inspect_logs, lm_eval, swebench_reports, verifiers
 
     readers = {
-        sniff.INSPECT_EVAL: lambda: inspect_logs.read_inspect_log(path, "eval", score_key,
-                                                                  group_key),
-        sniff.INSPECT_JSON: lambda: inspect_logs.read_inspect_log(path, "json", score_key,
-                                                                  group_key),
-        sniff.LM_EVAL: lambda: lm_eval.read_lm_eval_samples(path, score_key, group_key),
-        sniff.EVALPLUS: lambda: evalplus.read_evalplus_results(path, score_key, group_key),
-        sniff.SWEBENCH_REPORTS: lambda: swebench_reports.read_reports(path, score_key,
-                                                                      group_key),
-        sniff.SWEBENCH_SUMMARY: lambda: swebench_reports.read_summary(path, score_key,
-                                                                      group_key),
-        sniff.VERIFIERS: lambda: verifiers.read_verifiers_results(path, score_key, group_key),
+        sniff.INSPECT_EVAL: partial(inspect_logs.read_inspect_log, form="eval"),
+        sniff.INSPECT_JSON: partial(inspect_logs.read_inspect_log, form="json"),
+        sniff.LM_EVAL: lm_eval.read_lm_eval_samples,
+        sniff.EVALPLUS: evalplus.read_evalplus_results,
+        sniff.SWEBENCH_REPORTS: swebench_reports.read_reports,
+        sniff.SWEBENCH_SUMMARY: swebench_reports.read_summary,
+        sniff.VERIFIERS: verifiers.read_verifiers_results,
     }
-    imported = readers[kind]()
+    imported = readers[kind](path, score_key, group_key)
     source = dataclasses.replace(imported.source, file_sha256=file_sha256(path))
     return dataclasses.replace(imported, source=source)

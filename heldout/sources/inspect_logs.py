@@ -133,8 +133,8 @@ def _reported(header: Any, key: str) -> dict[str, float]:
     return {}
 
 
-def read_inspect_log(path: Path, form: str, score_key: str | None,
-                     group_key: str | None) -> Imported:
+def read_inspect_log(path: Path, score_key: str | None, group_key: str | None,
+                     form: str) -> Imported:
     """`form`: "eval" or "json", as the file's content says."""
     log = _inspect_log()
     try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -134,7 +135,7 @@ def test_inspect_logs_of_other_tasks_are_refused_at_the_first_difference():
 
 
 def test_a_missing_inspect_ai_is_one_line_naming_the_extra(monkeypatch):
-    monkeypatch.setitem(__import__("sys").modules, "inspect_ai.log", None)
+    monkeypatch.setitem(sys.modules, "inspect_ai.log", None)
     with pytest.raises(HeldoutError, match=r"needs inspect_ai: pip install 'heldout\[inspect\]'"):
         read(INSPECT / "pair-base.eval", score_key="match")
 
