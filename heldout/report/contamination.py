@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -24,9 +25,64 @@ from heldout.report.formatting import (
     points,
 )
 from heldout.report.inputs import Arm
-from heldout.report.sections import Contamination, FlaggedTask, PerArm, WithoutFlagged
+from heldout.report.sections import PerArm, _FlatRecord
 from heldout.statistics.intervals import Interval
 from heldout.statistics.power import Reruns
+
+
+@dataclass(frozen=True)
+class FlaggedTask(_FlatRecord):
+    task_id: str
+    methods: list[str]  # how decontamination found the copy (heldout.contamination.index)
+
+
+@dataclass(frozen=True)
+class WithoutFlagged:
+    """The headline's numbers again, over the compared tasks less the flagged ones."""
+
+    tasks: int
+    pass_at_1: PerArm[Interval]
+    difference: Interval  # candidate − base, paired, as the headline's
+    verdict: str  # what the headline's rule gives for these numbers
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tasks": self.tasks, "pass_at_1": self.pass_at_1.to_json(Interval.to_json),
+                "difference": self.difference.to_json(), "verdict": self.verdict}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> WithoutFlagged:
+        return cls(data["tasks"], PerArm.from_json(data["pass_at_1"], Interval.from_json),
+                   Interval.from_json(data["difference"]), data["verdict"])
+
+
+@dataclass(frozen=True)
+class Contamination:
+    """Evaluation items a training corpus holds a copy of, as decontamination's policy left
+    them: `flagged` were compared and scored like the rest (policy flag), `excluded` were left
+    out before any rollout (policy drop), `not_compared` were flagged but are no compared task
+    (so no number here includes them)."""
+
+    policy: str
+    flagged: list[FlaggedTask]
+    excluded: list[FlaggedTask]
+    not_compared: list[FlaggedTask]
+    without_flagged: WithoutFlagged | None  # None when no task, or every task, is flagged
+
+    def to_json(self) -> dict[str, Any]:
+        listed = {name: [task.to_json() for task in getattr(self, name)]
+                  for name in ("flagged", "excluded", "not_compared")}
+        without = self.without_flagged
+        return {"policy": self.policy, **listed,
+                "without_flagged": None if without is None else without.to_json()}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Contamination:
+        def listed(name: str) -> list[FlaggedTask]:
+            return [FlaggedTask.from_json(task) for task in data[name]]
+
+        without = data["without_flagged"]
+        return cls(data["policy"], listed("flagged"), listed("excluded"), listed("not_compared"),
+                   None if without is None else WithoutFlagged.from_json(without))
 
 
 @dataclass(frozen=True)

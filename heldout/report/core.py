@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from heldout.report.beneath import beneath_section
-from heldout.report.contamination import Decontamination, contamination_section
+from heldout.report.contamination import Contamination, Decontamination, contamination_section
 from heldout.report.curves import curve
 from heldout.report.effort import Effort, effort_section
 from heldout.report.estimates import headline_estimates
@@ -33,7 +33,6 @@ from heldout.report.protocol import ProtocolCard, protocol_copy, protocol_warnin
 from heldout.report.sections import (
     ROLES,
     Beneath,
-    Contamination,
     Curve,
     Flips,
     Harness,

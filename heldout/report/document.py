@@ -9,6 +9,7 @@ from collections.abc import Callable, Collection
 from typing import Any
 
 from heldout.report.blocks import Block, Document, Figure, Paragraph, Section, Subheading, Table
+from heldout.report.contamination import Contamination
 from heldout.report.core import Report
 from heldout.report.effort import effort_bounds, effort_number, effort_signed
 from heldout.report.formatting import (
@@ -21,7 +22,7 @@ from heldout.report.formatting import (
 )
 from heldout.report.headline import headline_section
 from heldout.report.protocol import ProtocolCard
-from heldout.report.sections import Contamination, Curve, Outcomes, PerArm
+from heldout.report.sections import Curve, Outcomes, PerArm
 from heldout.statistics.pvalues import alpha_text
 
 
