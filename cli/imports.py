@@ -141,3 +141,29 @@ def compare_inputs(base: Path, candidate: Path, out: Path, setup: Any) -> tuple[
         print_summary(result)
         paths[index] = result.rollouts
     return paths[0], paths[1]
+
+
+def reference_inputs(reference_a: Path | None, reference_b: Path | None, base: Any,
+                     candidate: Any, labels: Any) -> tuple[Any, Any]:
+    """The reference checkpoint run beside each arm, as the report reads it: how far it moved
+    between the arms' times (None without one), and the tasks it showed passable."""
+    from heldout.report import read_rollouts
+    from heldout.report.reference import passable_by_reference, reference_movement
+
+    if reference_a is None or reference_b is None:
+        return None, None
+    beside_base, beside_candidate = read_rollouts(reference_a), read_rollouts(reference_b)
+    return (reference_movement(beside_base, beside_candidate, base=base, candidate=candidate,
+                               groups=labels),
+            passable_by_reference(beside_base, beside_candidate))
+
+
+def check_selector(selector: str, tables: dict[Path, Any]) -> None:
+    """A selector column the user named must be in both arms' rows (the public tests' column
+    may be absent: best-of-k is then left out, and the report says so)."""
+    from heldout.report.best_of_k import PUBLIC_TESTS
+
+    missing = [str(path) for path, table in tables.items() if selector not in table.columns]
+    if selector != PUBLIC_TESTS and missing:
+        raise typer.BadParameter(f"--selector {selector}: no such column in "
+                                 f"{' and '.join(missing)}")

@@ -281,6 +281,7 @@ def compare(
     reference_a: scoring_options.ReferenceAOption = None,
     reference_b: scoring_options.ReferenceBOption = None,
     target_effect: scoring_options.TargetEffectOption = None,
+    selector: scoring_options.SelectorOption = "public_passed",
     groups: scoring_options.GroupsOption = None,
     score_key: scoring_options.ScoreKeyOption = None,
     group_key: scoring_options.GroupKeyOption = None,
@@ -299,7 +300,6 @@ def compare(
     unless a reference checkpoint ran beside each (--reference-a, --reference-b)."""
     from heldout.report import build_report, headline_markdown, read_rollouts, write_report
     from heldout.report.inputs import same_input_warning
-    from heldout.report.reference import reference_movement
     from heldout.statistics.counts import pool_runs
 
     if (reference_a is None) != (reference_b is None):
@@ -317,12 +317,12 @@ def compare(
     if same is not None:  # once the files read: a broken one is its own error, alone
         stderr.print(f"warning: {same}", markup=False, highlight=False, soft_wrap=True)
     labels = setup.groups({base: base_table, candidate: candidate_table})
-    reference = None if reference_a is None else reference_movement(
-        read_rollouts(reference_a), read_rollouts(reference_b), base=base_table,
-        candidate=candidate_table, groups=labels)
+    imports.check_selector(selector, {base: base_table, candidate: candidate_table})
+    reference, passable = imports.reference_inputs(reference_a, reference_b, base_table,
+                                                   candidate_table, labels)
     report = build_report(
         base_table, candidate_table,
-        groups=labels, reruns=reruns, reference=reference,
+        groups=labels, reruns=reruns, reference=reference, passable=passable, selector=selector,
         base_name=base_name, candidate_name=candidate_name,
         sample=sample, allow_harness_mismatch=allow_harness_mismatch or arms.mixed,
         target_effect=target_effect, protocol=arms.protocol,

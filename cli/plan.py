@@ -2,8 +2,9 @@
 the episodes each runs (from params.yaml and the split), how many the resume cache already
 holds, the model calls they make at most, the wall time each should take (at the throughput
 `heldout probe` measured for an endpoint, else at the paces of the project's earlier runs,
-cli/paces.py), and what the test stage would do with its access: read recorded results, resume,
-open, or be refused, and why. Nothing runs, nothing is opened, nothing is recorded.
+cli/paces.py), the k the val n reads pass@k at, and what the test stage would do with its
+access: read recorded results, resume, open, or be refused (by the ledger, or by the plan before
+the spend), and why. Nothing runs, nothing is opened, nothing is recorded.
 
 Registered by cli/main.py.
 """
@@ -71,6 +72,7 @@ def plan() -> None:
     stale = ("every stage (not a git repository yet: DVC has run none here)" if to_run is None
              else f"{len(to_run)} stale stage(s) and those downstream")
     say(f"to run: {found.episodes:,} episodes in {stale}; {found.pace()}")
+    say(pass_at_k_line(params))
     if to_run is not None and "test" not in to_run:
         say("test access: none: the test stage is up to date (its recorded results stand)")
     else:
@@ -213,12 +215,25 @@ def stage_work(root: Path, params: dict[str, Any], counts: dict[str, int]) -> li
             sum(cache.count(agent, setting.harness) for agent in arms for setting in settings)))
     reruns = section(params, "reruns", RerunsConfig)
     base, per_run = params.get("base"), reruns.harness(harness).n
-    work.append(StageWork(f"test (2 arms x {reruns.runs} runs x {per_run} episodes)", "test",
-                          base, 2 * reruns.runs * test * per_run,
+    work.append(StageWork(f"test (2 arms x {reruns.runs} runs x {per_run} episodes, and the "
+                          "oracle)", "test", base, 2 * reruns.runs * test * per_run + test,
                           calls_each(checkpoints.get(base, {}), harness),
                           batches=reruns.runs))
     work.append(StageWork("report", "report", None, 0, 0))
     return work
+
+
+def pass_at_k_line(params: dict[str, Any]) -> str:
+    """The k the val n supports and the ks the val curves show (score.max_k, else up to n/2);
+    a max_k the n cannot reach is the ParamsError the score stage would raise."""
+    from heldout.episodes.harness import Harness
+    from heldout.statistics.counts import ScoreConfig, supported_k
+    from stages.common import section
+
+    n = section(params, "harness", Harness).n
+    ks = section(params, "score", ScoreConfig).ks(n)
+    return (f"val pass@k: n = {n} episodes per task supports k <= {supported_k(n)} (a k needs "
+            f"n >= 2k); the val curves show k = {', '.join(map(str, ks))}")
 
 
 def calls_each(settings: dict[str, Any], harness: Any) -> int:
@@ -298,15 +313,20 @@ class ForeseenAccess:
 
 def foreseen_access(root: Path, params: dict[str, Any]) -> ForeseenAccess | None:
     """What the test stage would do with its access, from the ledger and the files in place
-    (heldout.custody.foresight): read recorded results, resume, open, or be refused, and why.
-    None before the split and select have run: the access is not known yet."""
+    (heldout.custody.foresight): read recorded results, resume, open, or be refused, and why;
+    refused first by the plan before the spend, as the stage checks it before the lock
+    (heldout.custody.spend). None before the split and select have run: the access is not
+    known yet."""
     from heldout.custody.foresight import forecast_access
     from heldout.custody.guard import LEDGER
     from heldout.custody.identity import ParamsReads
     from heldout.custody.ledger import read_ledger
+    from heldout.custody.spend import spend_refusal
+    from heldout.errors import StageError
     from stages.access_inputs import access_inputs
     from stages.access_record import results_in_place
     from stages.catalog import MANIFEST, SELECTION
+    from stages.val_plan import spend_plan
 
     if not (root / MANIFEST).exists() or not (root / SELECTION).exists():
         return None
@@ -318,6 +338,14 @@ def foreseen_access(root: Path, params: dict[str, Any]) -> ForeseenAccess | None
         reason_for=inputs.test.reaccess.access, source=str(inputs.manifest["source"]),
         excluded=inputs.excluded,
         results_in_place=in_place.get("access_id") if in_place else None)
+    if found.outcome != "reads":
+        try:
+            refused = spend_refusal(spend_plan(root, inputs), inputs.names["candidate"],
+                                    inputs.test.spend)
+        except StageError:
+            refused = None  # an arm not scored on val yet: the score stage runs first
+        if refused:
+            return ForeseenAccess(inputs.key, "refused", refused)
     return ForeseenAccess(inputs.key, found.outcome, found.why)
 
 

@@ -49,6 +49,9 @@ TargetEffectOption = Annotated[float | None, typer.Option(
     "--target-effect", callback=_effect,
     help="A difference of pass@1 (0.05: 5 points): the report says how many tasks or groups "
          "the verdict would need to find it with 80% power, at the measured spread and drift.")]
+SelectorOption = Annotated[str, typer.Option(
+    "--selector", help="A true/false column of both files' rows that best-of-k submits by: the "
+                       "first of k episodes it accepts (default: the public tests' verdict).")]
 SandboxOption = Annotated[str, typer.Option(
     "--sandbox", help="Sandbox backend that judges the samples: subprocess or docker.")]
 

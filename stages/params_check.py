@@ -162,6 +162,7 @@ def stage_sections() -> dict[str, type[BaseModel]]:
     from heldout.episodes.harness import Harness
     from heldout.episodes.rollout import RolloutsConfig
     from heldout.episodes.sweep import SensitivityConfig
+    from heldout.statistics.counts import ScoreConfig
     from heldout.statistics.public_hidden import AlarmConfig
     from heldout.statistics.selection import SelectConfig
     from heldout.tasks.sources import TasksConfig
@@ -171,7 +172,7 @@ def stage_sections() -> dict[str, type[BaseModel]]:
     return {"tasks": TasksConfig, "split": SplitConfig, "mlflow": TrackingConfig,
             "decontaminate": DecontaminateConfig, "harness": Harness, "alarm": AlarmConfig,
             "rollouts": RolloutsConfig, "select": SelectConfig, "custody": CustodyConfig,
-            "sensitivity": SensitivityConfig}
+            "sensitivity": SensitivityConfig, "score": ScoreConfig}
 
 
 def agent_problems(path: str, settings: Any) -> list[str]:
@@ -224,7 +225,8 @@ def _strings(value: Any, where: str = "") -> list[tuple[str, str]]:
 
 def reference_problems(params: Mapping[str, Any], valid: Mapping[str, BaseModel],
                        names: list[str]) -> list[str]:
-    """The names that must be checkpoints, the split's fractions and the sweep's plan."""
+    """The names that must be checkpoints, the split's fractions, the sweep's plan and the
+    val pass@k's largest k against harness.n."""
     from heldout.episodes.sweep import invariant_fields, plan_settings
     from heldout.tasks.split import check_fractions
 
@@ -240,7 +242,9 @@ def reference_problems(params: Mapping[str, Any], valid: Mapping[str, BaseModel]
     split = valid.get("split")
     if split is not None:
         problems += _raised(lambda: check_fractions(split.fractions))
-    sweep, harness = valid.get("sensitivity"), valid.get("harness")
+    sweep, harness, score = valid.get("sensitivity"), valid.get("harness"), valid.get("score")
+    if score is not None and harness is not None:
+        problems += _raised(lambda: score.ks(harness.n))
     if sweep is not None:
         for name in sweep.checkpoints:
             if names and (name not in names or name == REFERENCE):

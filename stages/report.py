@@ -26,6 +26,7 @@ from heldout.report import (
 )
 from heldout.report.closing import redrawn, verdict_record
 from heldout.report.dvc_view import test_metrics
+from heldout.report.slices import Passable
 from heldout.report.sweep import sweep_report_files
 from stages.access_record import read_reruns
 from stages.catalog import (
@@ -83,6 +84,15 @@ def _test_runs(root: Path, harness: Harness) -> dict[str, int]:
     record = json.loads((root / RERUNS).read_text(encoding="utf-8"))
     return {"runs": max(1, record["runs"]),
             "episodes_per_run": record.get("episodes_per_run") or harness.n}
+
+
+def oracle_passable(access: dict[str, Any]) -> Passable | None:
+    """The test tasks the reference solutions passed inside the access; None for an access
+    recorded before they were run (its report says "not known")."""
+    if "shown_passable" not in access:
+        return None
+    return Passable(frozenset(access["shown_passable"]),
+                    "the reference solutions (the oracle, run on the test tasks in this access)")
 
 
 def read_decontamination(root: Path) -> Decontamination:
@@ -170,6 +180,7 @@ def run(root: Path | None = None) -> dict[str, Any]:
                                    access),
             decontamination=read_decontamination(root),
             reruns=read_reruns(root),
+            passable=oracle_passable(access),
         )
         recorded = closed.get("verdict")
         redrawing = recorded and redrawn(

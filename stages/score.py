@@ -16,13 +16,14 @@ from heldout.episodes.rollout import RolloutJob, RolloutsConfig, roll_outs
 from heldout.episodes.rows import FAILURES, rollout_table
 from heldout.errors import StageError
 from heldout.files import staged_outputs
+from heldout.report.effort import CLOCKS
 from heldout.report.figures import checkpoints_pass_at_k_figure
 from heldout.statistics.counts import (
     CanaryError,
+    ScoreConfig,
     canary_failures,
     check_comparable,
     combine_counts,
-    default_ks,
     describe_canary_failures,
     per_task_counts,
     summarize_checkpoint,
@@ -50,6 +51,7 @@ from stages.common import (
     tracked_stage,
 )
 from stages.progress import EpisodeProgress
+from stages.val_effort import effort_record, val_effort
 
 CANARIES = {"oracle": {"agent": "oracle"}, "blind": {"agent": "blind"}}
 # What scoring reads of a rollout file. The completions and their hashes, most of its bytes,
@@ -101,6 +103,7 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
     params = read_params(root)
     harness = section(params, "harness", Harness)
     checkpoints = list(params.get("checkpoints") or {})
+    ks = section(params, "score", ScoreConfig).ks(harness.n)  # refused before any canary runs
     manifest = read_manifest(root)
     with tracked_stage(root, params, "score", "score") as mlflow_run:
         mlflow_run.set_tags(protocol_tags(manifest) | {"harness": harness.fingerprint()})
@@ -116,7 +119,6 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
         # Counted file by file: concatenated, categoricals of different files turn into
         # Python strings, one per episode.
         counts = combine_counts(per_task_counts(table) for table in rollouts.values())
-        ks = default_ks(harness.n)
         # Every interval rests on the val tasks' groups (the split key): tasks of one group
         # rise and fall together, so they count as one unit, not several.
         val_tasks = load_tasks(root / split_file("val"))
@@ -125,6 +127,10 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
             name: summarize_checkpoint(counts[counts["checkpoint"] == name], ks, groups=groups)
             for name in checkpoints
         }
+        efforts = val_effort(root, checkpoints, params.get("base"),
+                             sorted(counts["task_id"].unique()), groups)
+        for name, effort in efforts.items():
+            summaries[name]["effort"] = effort_record(effort)
         gaps = {name: gap_counts(table) for name, table in rollouts.items()}
         for name in checkpoints:
             gap = summarize_gap(gaps[name], groups=groups)
@@ -152,12 +158,17 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
                 outputs.write_json(root / val_metrics_file(name), row)
             outputs.write_bytes(root / PASSK_CSV, passk_csv(curves).encode())
             outputs.write_bytes(root / PASSK_PNG, checkpoints_pass_at_k_figure(
-                curves, title=f"val pass@k, {summaries[checkpoints[0]]['n_tasks']} tasks",
+                curves, title=f"val pass@k, {summaries[checkpoints[0]]['n_tasks']} tasks, "
+                              f"n = {harness.n}: read at k ≤ n/2",
                 highlight=params.get("base")))
         remove_other_metrics(root, checkpoints)
 
         for name, summary in summaries.items():
             mlflow_run.log_metrics(flat_metrics(summary, prefix=f"{name}."))
+        # The clocks, kept out of the scores' files (stages/val_effort.py), are logged here.
+        mlflow_run.log_metrics({f"{name}.{row.measure}": row.candidate
+                                for name, effort in efforts.items() for row in effort.rows
+                                if row.measure in CLOCKS})
         for path in (SCORES, PER_TASK, PASSK_CSV, PASSK_PNG):
             mlflow_run.log_artifact(root / path, "scores")
         mlflow_run.log_artifact(root / VAL_METRICS, "scores/metrics")
@@ -188,6 +199,10 @@ def flat_metrics(summary: dict[str, Any], prefix: str = "") -> dict[str, float]:
         "error_rate": summary["error_rate"], "truncation_rate": summary["truncation_rate"],
         "budget_rate": summary["budget_rate"],
     }
+    for measure, row in (summary.get("effort") or {"measures": {}})["measures"].items():
+        metrics[measure] = row["mean"]
+        if row["ratio"] is not None:
+            metrics[f"{measure}_ratio"] = row["ratio"]
     gap = summary.get("public_hidden")
     if gap is not None:
         metrics |= {"public_pass": gap["public_pass"]["estimate"],

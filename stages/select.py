@@ -45,6 +45,11 @@ def run(root: Path | None = None) -> dict[str, Any]:
         alarms = scores.get("alarms", {})
         for row in selection["table"]:
             row["public_hidden_alarm"] = alarms.get(row["checkpoint"], {}).get("fired", False)
+            # What the checkpoint spent per episode against the base, beside its val score.
+            effort = scores["checkpoints"][row["checkpoint"]].get("effort") or {"measures": {}}
+            row["effort_ratio"] = {measure: spent["ratio"]
+                                   for measure, spent in effort["measures"].items()
+                                   if spent["ratio"] is not None}
         selection.update(
             public_hidden_alarms={name: alarm["reason"] for name, alarm in alarms.items()
                                   if alarm["fired"]},
@@ -58,6 +63,8 @@ def run(root: Path | None = None) -> dict[str, Any]:
             outputs.write_json(root / SELECTION, selection)
         print(f"select: {selection['chosen']} by rule {config.rule} on val {config.metric}. "
               f"{selection['note']}")
+        curse = selection["winners_curse"]
+        print(f"select: {curse['note']}")
         if selection["chosen"] in selection["public_hidden_alarms"]:
             print(f"select: WARNING the chosen checkpoint tripped the public-versus-hidden "
                   f"alarm: {selection['public_hidden_alarms'][selection['chosen']]}")
@@ -65,5 +72,10 @@ def run(root: Path | None = None) -> dict[str, Any]:
         mlflow_run.log_params({"select.rule": config.rule, "select.metric": config.metric})
         mlflow_run.log_metrics({f"val.{row['checkpoint']}": row["value"]
                                 for row in selection["table"]})
+        mlflow_run.log_metrics({
+            "pick_share": selection["pick_stability"]["shares"][selection["chosen"]],
+            "winners_curse.inflation": curse["inflation"],
+            "winners_curse.if_all_level": curse["if_all_level"],
+            "configurations_tried": curse["configurations_tried"]})
         mlflow_run.log_artifact(root / SELECTION, "select")
     return selection

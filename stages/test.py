@@ -34,7 +34,9 @@ from heldout.episodes.rollout import RolloutJob, roll_outs
 from heldout.episodes.rows import TIMING_COLUMNS, outcome_table, rollout_table
 from heldout.files import json_bytes, staged_outputs
 from heldout.report.closing import closing_verdict
+from heldout.report.effort import CLOCKS, effort_section
 from heldout.report.inputs import read_rollouts
+from heldout.report.sections import PerArm
 from heldout.statistics.counts import pool_runs
 from heldout.statistics.timing import interleaved, span
 from stages.access_inputs import access_inputs
@@ -67,7 +69,8 @@ from stages.common import (
     val_scores_digest,
 )
 from stages.progress import EpisodeProgress, speed_metrics
-from stages.val_plan import val_plan
+from stages.test_oracle import oracle_passes
+from stages.val_plan import spend_plan
 
 
 def runs_interleaved(base: list[pd.DataFrame], candidate: list[pd.DataFrame]) -> bool | None:
@@ -155,7 +158,7 @@ def open_access(root: Path, params: ParamsReads, execute: ChunkExecutor | None
             "candidate": key.candidate, "base": key.base})
         commit = git_commit(root)
         why_not = check_selection(root, selection, manifest, harness)
-        plan = None if why_not else val_plan(root, names["candidate"], names["base"])
+        plan = None if why_not else spend_plan(root, inputs)
         why_not = why_not or spend_refusal(plan, names["candidate"], test_config.spend)
         if why_not:
             refuse(root, key, why_not, mlflow_run_id=mlflow_run.run_id, git_commit=commit)
@@ -200,6 +203,8 @@ def open_access(root: Path, params: ParamsReads, execute: ChunkExecutor | None
                 episodes_s += progress.elapsed()
             every_run = {f"{arm}:rerun{number}" if number else arm: table
                          for arm in ARMS for number, table in enumerate(runs[arm])}
+            shown_passable = oracle_passes(root, tasks, harness, config, execute,
+                                           test_key.derive("episodes"))
             speed = speed_metrics()
             digest = result_digest(every_run)
             entries = read_ledger(root / LEDGER)
@@ -216,6 +221,8 @@ def open_access(root: Path, params: ParamsReads, execute: ChunkExecutor | None
                 "tasks": len(tasks),
                 # The report breaks results down by group without opening the test split.
                 "groups": {t.id: t.group for t in tasks},
+                # What splits the report's both-fail ties: tasks shown passable, and by what.
+                "shown_passable": shown_passable,
                 "identity": identity,
             }
             pooled_base, pooled_candidate, measured = pool_runs(runs["base"], runs["candidate"])
@@ -251,6 +258,11 @@ def open_access(root: Path, params: ParamsReads, execute: ChunkExecutor | None
                                | {"accesses_of_this_test_version": len(opened),
                                   "tasks_seen_before": lock.seen_before,
                                   "episodes_s": episodes_s} | speed)
+        # The clocks the result files leave out (the same results are the same bytes), as the
+        # report's effort gives every other measure: each arm's mean and their difference.
+        mlflow_run.log_metrics({f"effort.{name}": value for name, value in effort_section(
+            PerArm(tables["base"], tables["candidate"]), sorted(access["groups"]),
+            access["groups"]).metrics().items() if any(clock in name for clock in CLOCKS)})
         if rerun_record["pass_at_1"]:
             mlflow_run.log_metrics({f"{arm}_run_{number}_pass_at_1": score
                                     for arm, scores in rerun_record["pass_at_1"].items()

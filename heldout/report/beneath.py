@@ -9,6 +9,8 @@ from heldout.episodes.rows import FAILURES
 from heldout.report.formatting import percent
 from heldout.report.inputs import Arm
 from heldout.report.sections import Beneath, GroupRow, Outcomes, PerArm, TaskFlip
+from heldout.report.slices import MEASURED_FROM
+from heldout.statistics.bca import difference_interval
 from heldout.statistics.summary import CountsSummary
 
 
@@ -33,30 +35,31 @@ def _outcomes(arm: Arm, summary: CountsSummary) -> Outcomes:
     )
 
 
-def _group_breakdown(flips: list[TaskFlip]) -> list[GroupRow] | None:
-    """Per group, when some group holds several tasks (else the per-task table says it all)."""
+def _group_breakdown(flips: list[TaskFlip], seed: int) -> list[GroupRow] | None:
+    """Per group, when some group holds several tasks (else the per-task table says it all),
+    with the interval of its tasks' paired differences from MEASURED_FROM tasks on."""
     rows = pd.DataFrame([flip.to_json() for flip in flips])
     if not 1 < rows["group"].nunique() < len(rows):
         return None
-    table = rows.assign(
-        base=rows["base_c"] / rows["base_n"],
-        candidate=rows["candidate_c"] / rows["candidate_n"],
-        improved=rows["flip"] == "improved",
-        regressed=rows["flip"] == "regressed",
-    ).groupby("group", sort=True).agg(
-        tasks=("task_id", "size"), base=("base", "mean"), candidate=("candidate", "mean"),
-        improved=("improved", "sum"), regressed=("regressed", "sum"),
-    )
-    return [
-        GroupRow(group=str(group), tasks=int(row.tasks), base=float(row.base),
-                 candidate=float(row.candidate), difference=float(row.candidate - row.base),
-                 improved=int(row.improved), regressed=int(row.regressed))
-        for group, row in table.iterrows()
-    ]
+    table = rows.assign(base=rows["base_c"] / rows["base_n"],
+                        candidate=rows["candidate_c"] / rows["candidate_n"])
+    breakdown = []
+    for group, tasks in table.groupby("group", sort=True):
+        difference = tasks["candidate"].to_numpy() - tasks["base"].to_numpy()
+        interval = (difference_interval(difference, seed=seed)
+                    if difference.size >= MEASURED_FROM else None)
+        breakdown.append(GroupRow(
+            group=str(group), tasks=int(difference.size), base=float(tasks["base"].mean()),
+            candidate=float(tasks["candidate"].mean()), difference=float(difference.mean()),
+            improved=int((difference > 0).sum()), regressed=int((difference < 0).sum()),
+            low=None if interval is None else interval.low,
+            high=None if interval is None else interval.high,
+            tied=int((difference == 0).sum())))
+    return breakdown
 
 
 def beneath_section(
-    arms: PerArm[Arm], summaries: PerArm[CountsSummary], flips: list[TaskFlip]
+    arms: PerArm[Arm], summaries: PerArm[CountsSummary], flips: list[TaskFlip], seed: int = 0
 ) -> Beneath:
     outcomes = PerArm(*(_outcomes(arm, summary)
                         for arm, summary in zip(arms, summaries, strict=True)))
@@ -69,4 +72,4 @@ def beneath_section(
                 f"more than twice {other_arm.name}'s {percent(theirs.truncation_rate)}: the "
                 "token budget, not only skill, holds its pass rate down."
             )
-    return Beneath(outcomes, flags, _group_breakdown(flips))
+    return Beneath(outcomes, flags, _group_breakdown(flips, seed))

@@ -25,7 +25,7 @@ from heldout.report.formatting import (
     points,
 )
 from heldout.report.inputs import Arm
-from heldout.report.sections import PerArm, _FlatRecord
+from heldout.report.sections import ROLES, PerArm, _FlatRecord
 from heldout.statistics.intervals import Interval
 from heldout.statistics.power import Reruns
 
@@ -193,3 +193,16 @@ def contamination_words(
     if not words:
         words.append(("No compared task was flagged as contaminated.", "plain"))
     return words
+
+
+def contamination_metrics(contamination: Contamination) -> dict[str, float | int]:
+    metrics: dict[str, float | int] = {"flagged_tasks": len(contamination.flagged),
+                                       "excluded_tasks": len(contamination.excluded)}
+    without = contamination.without_flagged
+    if without is not None:
+        for role, interval in zip(ROLES, without.pass_at_1, strict=True):
+            metrics[f"{role}_pass_at_1_without_flagged"] = interval.estimate
+        metrics |= {"difference_without_flagged": without.difference.estimate,
+                    "difference_without_flagged_low": without.difference.low,
+                    "difference_without_flagged_high": without.difference.high}
+    return metrics

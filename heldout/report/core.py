@@ -14,14 +14,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from heldout.report.beneath import beneath_section
-from heldout.report.contamination import Contamination, Decontamination, contamination_section
+from heldout.report.best_of_k import PUBLIC_TESTS, BestOfK, best_of_k_section
+from heldout.report.contamination import (
+    Contamination,
+    Decontamination,
+    contamination_metrics,
+    contamination_section,
+)
 from heldout.report.curves import curve
 from heldout.report.effort import Effort, effort_section
 from heldout.report.estimates import headline_estimates
+from heldout.report.flips import flips_section
 from heldout.report.formatting import (
     percent,
     points,
@@ -39,10 +45,10 @@ from heldout.report.sections import (
     Headline,
     PerArm,
     Power,
-    TaskFlip,
     Tasks,
 )
-from heldout.report.verdict_words import reason_words, rule_words, support_words
+from heldout.report.slices import Passable, Slices, slices_section
+from heldout.report.verdict_words import claim_words, reason_words, rule_words, support_words
 from heldout.statistics.counts import default_ks
 from heldout.statistics.decision import (
     BETTER,
@@ -118,63 +124,6 @@ def _context_notes(names: PerArm[str], tasks: Tasks, beneath: Beneath) -> list[s
 
 
 # --------------------------------------------------------------------------------------------
-# Task flips
-
-
-def _flips(
-    arms: PerArm[Arm], groups: Mapping[str, str] | None, contamination: Contamination | None
-) -> Flips:
-    """Per task, by the pass rates over every episode: the unit the verdict decides on."""
-    base, candidate = arms
-    flip = np.select(
-        [candidate.rates > base.rates, candidate.rates < base.rates,
-         (base.rates == 1) & (candidate.rates == 1), (base.rates == 0) & (candidate.rates == 0)],
-        ["improved", "regressed", "both pass", "both fail"],
-        "tied",
-    )
-    flagged = {task.task_id for task in contamination.flagged} if contamination else None
-    # Whole columns as lists: a lookup per task and column costs seconds at 10,000 tasks.
-    columns = zip(base.counts.index, base.counts["c"].tolist(), base.counts["n"].tolist(),
-                  candidate.counts["c"].tolist(), candidate.counts["n"].tolist(),
-                  (candidate.rates - base.rates).tolist(), flip.tolist(), strict=True)
-    rows = [
-        TaskFlip(
-            task_id=task,
-            group=groups.get(task, task) if groups is not None else None,
-            base_c=int(base_c), base_n=int(base_n),
-            candidate_c=int(candidate_c), candidate_n=int(candidate_n),
-            difference=float(d),
-            flip=str(f),
-            flagged=None if flagged is None else task in flagged,
-        )
-        for task, base_c, base_n, candidate_c, candidate_n, d, f in columns
-    ]
-    rows.sort(key=lambda row: (-row.difference, row.task_id))
-    ids = {kind: [row.task_id for row in rows if row.flip == kind] for kind in set(flip)}
-    return Flips(
-        improved=ids.get("improved", []),
-        regressed=ids.get("regressed", []),
-        both_pass=len(ids.get("both pass", [])),
-        both_fail=len(ids.get("both fail", [])),
-        tasks=rows,
-        tied=len(ids.get("tied", [])),
-    )
-
-
-def _contamination_metrics(contamination: Contamination) -> dict[str, float | int]:
-    metrics: dict[str, float | int] = {"flagged_tasks": len(contamination.flagged),
-                                       "excluded_tasks": len(contamination.excluded)}
-    without = contamination.without_flagged
-    if without is not None:
-        for role, interval in zip(ROLES, without.pass_at_1, strict=True):
-            metrics[f"{role}_pass_at_1_without_flagged"] = interval.estimate
-        metrics |= {"difference_without_flagged": without.difference.estimate,
-                    "difference_without_flagged_low": without.difference.low,
-                    "difference_without_flagged_high": without.difference.high}
-    return metrics
-
-
-# --------------------------------------------------------------------------------------------
 # The report
 
 
@@ -198,6 +147,10 @@ class Report:
     # What each arm spent per episode beside what it passed; None in a report.json written
     # before it was reported (issue 41).
     effort: Effort | None = None
+    # Slices by the base's rate and the both-fail split, and best-of-k beside pass@k; None in
+    # a report.json from before them, and best_of_k also when no selector accepted an episode.
+    slices: Slices | None = None
+    best_of_k: BestOfK | None = None
 
     @property
     def verdict(self) -> str:
@@ -248,11 +201,14 @@ class Report:
         }
         if self.power.mde is not None:
             metrics["mde"] = self.power.mde
+        if self.power.noise_floor is not None:
+            metrics["noise_floor"] = self.power.noise_floor.floor
         if decision.drift is not None:
             metrics["run_drift_sd"] = decision.drift.run_sd
         if self.contamination is not None:
-            metrics |= _contamination_metrics(self.contamination)
-        metrics |= self.effort.metrics() if self.effort is not None else {}
+            metrics |= contamination_metrics(self.contamination)
+        for section in (self.effort, self.slices, self.best_of_k):
+            metrics |= section.metrics() if section is not None else {}
         # Six significant digits, not decimals: a p-value of 1e-9 must not print as 0.
         return {key: float(f"{value:.6g}") if isinstance(value, float) else int(value)
                 for key, value in metrics.items()}
@@ -274,6 +230,8 @@ class Report:
             "contamination": (None if self.contamination is None
                               else self.contamination.to_json()),
             "effort": None if self.effort is None else self.effort.to_json(),
+            "slices": None if self.slices is None else self.slices.to_json(),
+            "best_of_k": None if self.best_of_k is None else self.best_of_k.to_json(),
             "metrics": self.metrics,
         }
 
@@ -297,6 +255,9 @@ class Report:
             contamination=(None if data.get("contamination") is None
                            else Contamination.from_json(data["contamination"])),
             effort=None if data.get("effort") is None else Effort.from_json(data["effort"]),
+            slices=None if data.get("slices") is None else Slices.from_json(data["slices"]),
+            best_of_k=(None if data.get("best_of_k") is None
+                       else BestOfK.from_json(data["best_of_k"])),
         )
 
 
@@ -323,6 +284,8 @@ def build_report(
     decontamination: Decontamination | None = None,
     target_effect: float | None = None,
     reference: Interval | None = None,
+    passable: Passable | None = None,
+    selector: str = PUBLIC_TESTS,
     seed: int = 0,
 ) -> Report:
     """The paired report of `candidate` against `base`, two rollout tables (heldout.episodes.episode
@@ -341,8 +304,10 @@ def build_report(
     are also given without them; None (the default) says nothing about contamination.
     `target_effect`: the report also says how many tasks (or groups) it needs. Names default
     to each table's `checkpoint`. `reference`: a reference checkpoint's movement between the
-    arms' times, the drift control of arms that ran apart (heldout.statistics.timing). `seed`
-    seeds every bootstrap.
+    arms' times, the drift control of arms that ran apart (heldout.statistics.timing).
+    `passable`: tasks a run other than the two arms passed, which splits the both-fail ties
+    (heldout.report.slices). `selector`: the boolean column best-of-k submits by
+    (heldout.report.best_of_k). `seed` seeds every bootstrap.
     """
     protocol_card = protocol_copy(protocol) if protocol is not None else None
     paired = pair_arms(base, candidate, names=(base_name, candidate_name), sample=sample,
@@ -359,8 +324,8 @@ def build_report(
     contamination = None if decontamination is None else contamination_section(
         arms, decontamination, groups=groups, reruns=reruns, mismatch=mismatch,
         seed=seed, reference=reference)
-    flips = _flips(arms, groups, contamination)
-    beneath = beneath_section(arms, summaries, flips.tasks)
+    flips = flips_section(arms, groups, contamination)
+    beneath = beneath_section(arms, summaries, flips.tasks, seed)
     warnings = [] if harness.match else [_mismatch_note(harness, names)]
     if protocol_card is not None:
         warnings += protocol_warnings(protocol_card,
@@ -381,7 +346,9 @@ def build_report(
                + _exact_bound_notes(arms, summaries, decision)
                + _context_notes(names, paired.tasks, beneath)
                + [line for line in [effort.line(names)] if line]),
+        claim=claim_words(names, decision, protocol_card),
     )
+    both_fail = [row.task_id for row in flips.tasks if row.flip == "both fail"]
     return Report(
         names=names,
         tasks=paired.tasks,
@@ -395,4 +362,7 @@ def build_report(
         protocol=protocol_card,
         contamination=contamination,
         effort=effort,
+        slices=slices_section(arms, labels, both_fail, passable, seed),
+        best_of_k=best_of_k_section(PerArm(base, candidate), names, list(arms.base.counts.index),
+                                    ks, seed, labels, selector),
     )

@@ -13,9 +13,8 @@ import numpy as np
 
 from heldout.report.inputs import Arm
 from heldout.report.sections import Crossing, Curve, CurvePoint, DifferencePoint, PerArm
-from heldout.statistics.bca import difference_interval
+from heldout.statistics.bca import arm_estimate_interval, difference_interval
 from heldout.statistics.intervals import Interval
-from heldout.statistics.summary import estimate_intervals
 
 
 def _leader(difference: Interval, names: PerArm[str]) -> str | None:
@@ -41,18 +40,24 @@ def curve(
     arms: PerArm[Arm], estimator: Callable[..., Any], ks: list[int], seed: int,
     groups: np.ndarray | None = None,
 ) -> Curve:
-    """`estimator` (pass_at_k or pass_hat_k) per arm at every k, with bands
-    (estimate_intervals, the headline's own function: the band at k = 1 is its pass@1
-    interval), their paired difference (difference_interval), and where the two curves cross;
-    `groups`: one label per compared task, or None (heldout.statistics.grouping).
+    """`estimator` (pass_at_k or pass_hat_k) per arm at every k (curve_of); `groups`: one label
+    per compared task, or None (heldout.statistics.grouping)."""
+    per_task = arms.map(lambda arm: np.asarray(
+        estimator(arm.counts["n"].to_numpy(), arm.counts["c"].to_numpy(), ks)))
+    return curve_of(per_task, ks, arms.map(lambda arm: arm.name), seed, groups)
+
+
+def curve_of(
+    per_task: PerArm[np.ndarray], ks: list[int], names: PerArm[str], seed: int,
+    groups: np.ndarray | None = None,
+) -> Curve:
+    """Each arm's per-task estimates (tasks × ks, in one task order) averaged at every k, with
+    bands (arm_estimate_interval, the headline's own interval: the band at k = 1 is its pass@1
+    interval), their paired difference (difference_interval), and where the two curves cross.
     """
-    counts = arms.map(lambda arm: (arm.counts["n"].to_numpy(), arm.counts["c"].to_numpy()))
-    per_task = counts.map(lambda n_c: np.asarray(estimator(*n_c, ks)))
-    bands = counts.map(lambda n_c: [
-        CurvePoint(k, interval) for k, interval in zip(
-            ks, estimate_intervals(estimator, *n_c, ks, groups=groups, seed=seed), strict=True)
-    ])
-    names = arms.map(lambda arm: arm.name)
+    bands = per_task.map(lambda table: [
+        CurvePoint(k, arm_estimate_interval(table[:, column], groups=groups, seed=seed))
+        for column, k in enumerate(ks)])
     differences = []
     for column, k in enumerate(ks):
         difference = difference_interval(

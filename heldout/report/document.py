@@ -8,10 +8,10 @@ import math
 from collections.abc import Callable, Collection
 from typing import Any
 
+from heldout.report.beneath_blocks import best_of_k_blocks, effort_blocks, slices_blocks
 from heldout.report.blocks import Block, Document, Figure, Paragraph, Section, Subheading, Table
 from heldout.report.contamination import Contamination
 from heldout.report.core import Report
-from heldout.report.effort import effort_bounds, effort_number, effort_signed
 from heldout.report.formatting import (
     id_list,
     interval_percent,
@@ -117,13 +117,19 @@ def _curves(report: Report, figures: Collection[str]) -> Section:
     blocks: list[Block] = [Paragraph(
         "Secondary: pass@1 is the one comparison fixed in advance. These curves carry one "
         "interval per k on each side, with no correction for multiplicity, so some will "
-        "exclude 0 by chance; read them as description, not as findings.", "note")]
+        "exclude 0 by chance; read them as description, not as findings. They run to k ≤ n/2 "
+        f"(n = {min(span.min for span in report.tasks.episodes_per_task)} episodes per task "
+        "here): the unbiased estimator's variance grows as k nears n.", "note")]
     if "pass_k" in figures:
         blocks.append(Figure("pass_k", "pass@k and pass^k for both arms; bands are each arm's "
-                                       "95% interval, over groups when the tasks have them."))
+                                       "95% interval, over groups when the tasks have them"
+                                       + ("; dashed: best-of-k" if report.best_of_k else "")
+                                       + "."))
     for curve, label in ((report.pass_at_k, "pass@k"), (report.pass_hat_k, "pass^k")):
         blocks += [Paragraph(_crossing_text(curve, label)),
                    _curve_table(report.names, curve, label)]
+        if label == "pass@k":
+            blocks += best_of_k_blocks(report)
     return Section("pass-k", "pass@k and pass^k", blocks)
 
 
@@ -147,27 +153,21 @@ def _power(report: Report) -> Section:
                      f"(--target-effect)",
                      str(power.target_units) if power.target_units is not None else
                      "none: the run-level drift alone keeps it out of reach"])
+    floor = power.noise_floor
+    if floor is not None:
+        rows.append([f"the seed's noise floor, t₀.₉₇₅({floor.runs - 1}) × sd of the base's "
+                     f"{floor.runs} runs' pass@1 × √2 (information)",
+                     f"{100 * floor.floor:.1f} points ({floor.t:.2f} × "
+                     f"{100 * floor.run_sd:.2f} × √2)"])
     blocks: list[Block] = [Table(["", "value"], rows)]
+    if floor is not None:
+        blocks.append(Paragraph(
+            "The noise floor is information, not a hurdle: a difference smaller than it is one "
+            "that rerunning the base alone can make between two runs. The verdict already "
+            "carries the run-level drift, as the spread of the arms' paired differences run by "
+            "run, and asks no difference to clear this floor.", "note"))
     blocks += [Paragraph(text, "warning") for text in power.warnings]
     return Section("power", "Power", blocks)
-
-
-def _effort(report: Report) -> list[Block]:
-    """What each arm spent per episode, beside what it passed (issue 41)."""
-    effort, names = report.effort, report.names
-    blocks: list[Block] = [Subheading("Effort per episode")]
-    if effort.rows:
-        blocks.append(Table(
-            ["measure", names.base, names.candidate, "ratio", "difference (95% interval)",
-             "tasks"],
-            [[row.words, effort_number(row.base), effort_number(row.candidate),
-              "—" if row.ratio is None else f"{row.ratio:.2f}×",
-              f"{effort_signed(row.difference)} {effort_bounds(row)}", str(row.tasks)]
-             for row in effort.rows]))
-    if effort.not_recorded:
-        blocks.append(Paragraph(f"Not recorded by either arm's rows: "
-                                f"{', '.join(effort.not_recorded)}."))
-    return blocks
 
 
 def _beneath(report: Report) -> Section:
@@ -206,15 +206,16 @@ def _beneath(report: Report) -> Section:
                 f"Dropped {dropped.count} task(s) of {name}, {dropped.reason}: "
                 f"{id_list(dropped.ids)}."
             ))
-    if report.effort is not None:
-        blocks += _effort(report)
+    blocks += effort_blocks(report) + slices_blocks(report)
     if beneath.groups:
         blocks.append(Subheading("Per group"))
         blocks.append(Table(
             ["group", "tasks", f"{names.base} pass@1", f"{names.candidate} pass@1",
-             "difference (points)", "improved", "regressed"],
+             "difference (points)", "95% interval", "improved / regressed / tied"],
             [[g.group, str(g.tasks), percent(g.base), percent(g.candidate),
-              points(g.difference), str(g.improved), str(g.regressed)]
+              points(g.difference),
+              "unmeasured" if g.low is None else interval_points(g.low, g.high),
+              f"{g.improved} / {g.regressed} / {'—' if g.tied is None else g.tied}"]
              for g in beneath.groups],
         ))
     return Section("beneath", "Beneath the mean", blocks)
@@ -275,6 +276,7 @@ def _protocol(protocol: ProtocolCard, figures: Collection[str]) -> Section:
         fields = dict(protocol[key])
         table_rows = fields.pop("table", None) if key == "selection" else None
         alarms = fields.pop("public_hidden_alarms", None) if key == "selection" else None
+        shares, curse = _honest_selection(fields) if key == "selection" else (None, None)
         blocks.append(Subheading(PROTOCOL_TITLES.get(key, key)))
         labels, formats = FIELD_LABELS.get(key, {}), FIELD_FORMATS.get(key, {})
         shown = {name: formats[name](value) if name in formats and value is not None else value
@@ -283,7 +285,9 @@ def _protocol(protocol: ProtocolCard, figures: Collection[str]) -> Section:
         blocks.append(Table(["field", "value"], rows))
         metric = fields.get("metric", "score")
         if table_rows:
-            blocks.append(selection_table(table_rows, fields.get("chosen"), metric))
+            blocks.append(selection_table(table_rows, fields.get("chosen"), metric, shares))
+        if curse:
+            blocks.append(Paragraph(curse))
         blocks += [Paragraph(f"Public-versus-hidden alarm, {name} (val): {reason}", "warning")
                    for name, reason in (alarms or {}).items()]
         if key == "selection" and "val_selection" in figures:
@@ -292,10 +296,31 @@ def _protocol(protocol: ProtocolCard, figures: Collection[str]) -> Section:
     return Section("protocol", "Protocol card", blocks)
 
 
-def selection_table(rows: list[dict[str, Any]], chosen: str | None, metric: str) -> Table:
+def _honest_selection(fields: dict[str, Any]) -> tuple[dict[str, float] | None, str | None]:
+    """Out of the card's selection fields: the pick stability's shares (a column of the
+    selection table, not a row per checkpoint) and the winner's-curse note (a line under it,
+    its fractions already in points); None for a selection.json from before issue 41."""
+    stability, curse = fields.pop("pick_stability", None), fields.pop("winners_curse", None)
+    if stability is not None:
+        fields["pick_stability"] = {name: value for name, value in stability.items()
+                                    if name != "shares"}
+    return (stability or {}).get("shares"), (curse or {}).get("note")
+
+
+def selection_table(rows: list[dict[str, Any]], chosen: str | None, metric: str,
+                    shares: dict[str, float] | None = None) -> Table:
+    """The val table the rule chose from; `shares` (pick_stability.shares) adds how often the
+    rule picks each checkpoint over resamples of the val set."""
+    picked = ["picked in resamples"] if shares is not None else []
+    # Effort per episode against the base's, where the val scores recorded any (issue 41).
+    effort = ["effort vs base"] if any(row.get("effort_ratio") for row in rows) else []
     return Table(
-        ["checkpoint", f"val {metric}", "95% interval", "public-vs-hidden alarm", "chosen"],
+        ["checkpoint", f"val {metric}", "95% interval", *picked, *effort,
+         "public-vs-hidden alarm", "chosen"],
         [[row["checkpoint"], percent(row["value"]), interval_percent(row["low"], row["high"]),
+          *([percent(shares.get(row["checkpoint"], 0.0))] if shares is not None else []),
+          *([", ".join(f"{measure} {ratio:.2f}×" for measure, ratio in
+                       row.get("effort_ratio", {}).items())] if effort else []),
           "⚠ passes public, fails hidden" if row.get("public_hidden_alarm") else "",
           "◀ chosen" if row["checkpoint"] == chosen else ""] for row in rows],
     )

@@ -38,7 +38,8 @@ def _png(figure: Figure, metadata: dict[str, Any] | None = WITHOUT_SOFTWARE_TAG)
 
 
 def pass_k_figure(report: Report) -> bytes:
-    """pass@k and pass^k against k for both arms, with each arm's interval as its band."""
+    """pass@k and pass^k against k for both arms, with each arm's interval as its band, and
+    best-of-k dashed beside pass@k where a selector accepted episodes."""
     figure = Figure(figsize=(10, 4.2), dpi=110, layout="constrained")
     for axes, (curve, label) in zip(
         figure.subplots(1, 2), ((report.pass_at_k, "pass@k"), (report.pass_hat_k, "pass^k")),
@@ -51,6 +52,12 @@ def pass_k_figure(report: Report) -> bytes:
                               color=color, alpha=0.18, linewidth=0)
             axes.plot(ks, [point.interval.estimate for point in points], marker="o",
                       markersize=4, color=color, label=name)
+        if label == "pass@k" and report.best_of_k is not None:
+            for name, points, color in zip(report.names, report.best_of_k.curve.arms,
+                                           ARM_COLORS, strict=True):
+                axes.plot([point.k for point in points],
+                          [point.interval.estimate for point in points], linestyle="--",
+                          marker="s", markersize=3, color=color, label=f"{name} best-of-k")
         ks = [point.k for point in curve.arms.base]
         axes.set_xscale("log", base=2)
         axes.set_xticks(ks, [str(k) for k in ks])
@@ -100,8 +107,10 @@ def forest_figure(report: Report) -> bytes:
 
 
 def val_selection_figure(selection: dict[str, Any]) -> bytes:
-    """Validation score per checkpoint with its interval; the chosen checkpoint marked."""
+    """Validation score per checkpoint with its interval; the chosen checkpoint marked, and
+    under each the share of resamples the rule picks it in (where the selection has them)."""
     table = selection["table"]
+    shares = selection.get("pick_stability", {}).get("shares", {})
     figure = Figure(figsize=(max(5.0, 0.8 * len(table) + 2), 4), dpi=110, layout="constrained")
     axes = figure.subplots()
     for x, row in enumerate(table):
@@ -114,6 +123,10 @@ def val_selection_figure(selection: dict[str, Any]) -> bytes:
         if chosen:
             axes.annotate("chosen", (x, row["high"]), textcoords="offset points",
                           xytext=(0, 6), ha="center", color=color, fontweight="bold")
+        if row["checkpoint"] in shares:
+            axes.annotate(f"picked {shares[row['checkpoint']]:.0%}", (x, row["low"]),
+                          textcoords="offset points", xytext=(0, -12), ha="center",
+                          fontsize=7, color=color)
     axes.set_xticks(range(len(table)), [row["checkpoint"] for row in table], rotation=30,
                     ha="right")
     axes.set_xlim(-0.7, len(table) - 0.3)  # room for the "chosen" label at either end

@@ -32,6 +32,7 @@ def headline_section(report: Report) -> Section:
         *(Paragraph(text, tone) for text, tone in contamination_words(
             report.contamination, names, report.tasks.compared)),
         Paragraph(f"Rule: {headline.rule}."),
+        *([Paragraph(headline.claim)] if headline.claim else []),
         *(Paragraph(text, "note") for text in headline.notes),
     ]
     return Section("headline", "Headline", blocks)

@@ -9,8 +9,9 @@ from heldout.report.inputs import Arm
 from heldout.report.sections import PerArm, Power
 from heldout.statistics.decision import NO_DIFFERENCE, Decision
 from heldout.statistics.paired_tests import mcnemar_exact
+from heldout.statistics.power import noise_floor
 from heldout.statistics.pvalues import p_value_text
-from heldout.statistics.rule import ALPHA, POWER, units_for
+from heldout.statistics.rule import ALPHA, CONFIDENCE, POWER, units_for
 
 # A paired test is usually trusted from 10 differing pairs on; with 5 or fewer the exact test
 # cannot reach p < 0.05 whichever way they fall (2·0.5^5 = 0.0625).
@@ -27,7 +28,9 @@ def power_section(arms: PerArm[Arm], decision: Decision,
                   target_effect: float | None = None) -> Power:
     """The verdict's own minimum detectable effect (heldout.statistics.decision: the paired sd
     over its units, the run-level drift, the betting interval's width below 100 units), the
-    tasks or groups the observed difference, and `target_effect` if given, would need."""
+    tasks or groups the observed difference, and `target_effect` if given, would need; with
+    reruns, the seed's noise floor beside them, as information (heldout.statistics.power.
+    NoiseFloor)."""
     tasks = len(arms.base.rates)
     effect = decision.difference.estimate
     sd = paired_sd(arms) or 0.0
@@ -73,4 +76,5 @@ def power_section(arms: PerArm[Arm], decision: Decision,
         warnings=warnings,
         target_effect=target_effect,
         target_units=needed(target_effect) if target_effect else None,
+        noise_floor=None if decision.drift is None else noise_floor(decision.drift, CONFIDENCE),
     )

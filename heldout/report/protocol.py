@@ -22,7 +22,9 @@ class ProtocolCard(TypedDict, total=False):
                   sampling, budgets, n, sandbox image and network, scorer version)
     selection:   data/selection.json as the select stage writes it: {"rule", "metric",
                   "chosen", "table": [{"checkpoint", "value", "low", "high", ...}, ...], ...}
-                  (the val table the rule chose from, drawn as a chart)
+                  (the val table the rule chose from, drawn as a chart; since issue 41
+                  also "pick_stability": {"shares": {checkpoint: share}, ...} and
+                  "winners_curse": {"note", ...}, optional)
     test_access: {"test_version", "opened", "models_evaluated", "ledger", "this_access",
         "tasks_seen_before"} (from the ledger and the access)
     """
@@ -54,7 +56,22 @@ def protocol_copy(protocol: Mapping[str, Any]) -> ProtocolCard:
                 f"protocol.selection.table[{index}] must be {{checkpoint, value, low, high}}, "
                 f"got {row!r}"
             )
+    _check_honest_selection(copy.get("selection", {}))
     return copy
+
+
+def _check_honest_selection(selection: dict[str, Any]) -> None:
+    """The pick stability's shares (a column of the selection table) and the winner's-curse
+    note (a line of the card), where the selection has them: one written before issue 41 has
+    neither and renders without them."""
+    stability, curse = selection.get("pick_stability", {}), selection.get("winners_curse", {})
+    shares = stability.get("shares", {}) if isinstance(stability, dict) else None
+    if not isinstance(shares, dict) or not all(
+            isinstance(share, int | float) and 0 <= share <= 1 for share in shares.values()):
+        raise ValueError("protocol.selection.pick_stability.shares must map checkpoints to "
+                         f"shares in [0, 1], got {stability!r}")
+    if not isinstance(curse, dict) or not isinstance(curse.get("note", ""), str):
+        raise ValueError(f"protocol.selection.winners_curse must hold a note, got {curse!r}")
 
 
 def protocol_warnings(protocol: ProtocolCard, fingerprints: Iterable[str]) -> list[str]:

@@ -10,6 +10,7 @@ import pandas as pd
 
 from heldout.report.estimates import headline_estimates
 from heldout.report.inputs import ReportInputError, check_rollouts, pair_arms, read_span
+from heldout.report.slices import Passable
 from heldout.statistics.intervals import Interval
 from heldout.statistics.timing import interleaved
 
@@ -44,3 +45,13 @@ def reference_movement(beside_base: pd.DataFrame, beside_candidate: pd.DataFrame
                        sample=0, allow_harness_mismatch=False)
     return headline_estimates(paired.arms, groups=groups, reruns=None, mismatch=None,
                               seed=0).decision.difference
+
+
+def passable_by_reference(*runs: pd.DataFrame) -> Passable:
+    """The tasks a reference checkpoint passed in any run (an errored episode passes nothing):
+    where both arms fail them, the failure is theirs, not the task's."""
+    passed = set()
+    for table in runs:
+        won = table["passed"].astype(bool) & (table["status"] != "error")
+        passed |= set(table.loc[won, "task_id"].astype(str))
+    return Passable(frozenset(passed), "the reference checkpoint's runs")

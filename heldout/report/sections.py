@@ -12,7 +12,7 @@ from typing import Any, Generic, Self, TypeVar
 from heldout.statistics.decision import Decision, Support
 from heldout.statistics.intervals import Interval
 from heldout.statistics.paired_tests import McNemarResult, PermutationTest
-from heldout.statistics.power import DesignEffect, RunDrift
+from heldout.statistics.power import DesignEffect, NoiseFloor, RunDrift
 from heldout.statistics.timing import Timing
 
 ROLES = ("base", "candidate")
@@ -123,6 +123,7 @@ class Headline:
     reason: str
     warnings: list[str]
     notes: list[str]
+    claim: str | None = None  # what the verdict is about; None in an older report.json
 
     def to_json(self) -> dict[str, Any]:
         decision = self.decision
@@ -145,6 +146,7 @@ class Headline:
             "reason": self.reason,
             "warnings": self.warnings,
             "notes": self.notes,
+            "claim": self.claim,
         }
 
     @classmethod
@@ -162,7 +164,8 @@ class Headline:
                              f"gives for its own numbers ({decision.verdict!r})")
         return cls(PerArm.from_json(data["pass_at_1"], Interval.from_json), decision,
                    data["difference"]["standard_error"], data["mcnemar"]["sample"],
-                   data["rule"], data["reason"], data["warnings"], data["notes"])
+                   data["rule"], data["reason"], data["warnings"], data["notes"],
+                   data.get("claim"))
 
 
 @dataclass(frozen=True)
@@ -275,6 +278,12 @@ class Power(_FlatRecord):
     warnings: list[str]
     target_effect: float | None = None  # asked for (`heldout compare --target-effect`)
     target_units: int | None = None  # tasks (or groups) it needs; None: out of reach
+    noise_floor: NoiseFloor | None = None  # from the reruns, information: not the verdict's
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Power:
+        floor = data.get("noise_floor")  # absent from report.json files written before it
+        return cls(**{**data, "noise_floor": floor and NoiseFloor(**floor)})
 
 
 @dataclass(frozen=True)
@@ -320,6 +329,11 @@ class GroupRow(_FlatRecord):
     difference: float
     improved: int
     regressed: int
+    # The interval over the group's tasks, None under 3 (unmeasured) or in a report.json from
+    # before groups had one; tied: its tasks where the arms' rates are equal.
+    low: float | None = None
+    high: float | None = None
+    tied: int | None = None
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from heldout.report.render import render_html, render_markdown
 
 def sweep_document(experiment: str, selection: dict[str, Any]) -> Document:
     metric = selection.get("metric", "score")
+    curse = selection.get("winners_curse")
     return Document(f"Experiment {experiment}: the val selection, no test verdict", [Section(
         "sweep", "No test verdict in a sweep",
         [Paragraph(f"This experiment of `dvc exp run` ({experiment}) ran the pipeline to "
@@ -20,7 +21,10 @@ def sweep_document(experiment: str, selection: dict[str, Any]) -> Document:
                    "candidate with the base on the test split.", "verdict"),
          Paragraph(f"Chosen on val: {selection['chosen']} by rule {selection['rule']}. "
                    f"{selection.get('note', '')}".strip()),
-         selection_table(selection["table"], selection["chosen"], metric),
+         selection_table(selection["table"], selection["chosen"], metric,
+                         selection.get("pick_stability", {}).get("shares")),
+         # A selection.json from before issue 41 has no winner's curse to state.
+         *([Paragraph(curse["note"])] if curse else []),
          Paragraph(f"To run the test in an experiment, name it: dvc exp run -n {experiment} "
                    f"-S test.experiment={experiment}", "note")])])
 

@@ -122,3 +122,18 @@ def support_words(decision: Decision, protocol: ProtocolCard | None) -> str:
         + (f"; test accesses so far: {accesses}" if accesses is not None else "")
         + "; gates fired: " + (", ".join(gate.name for gate in decision.gates) or "none") + "."
     )
+
+
+def claim_words(names: PerArm[str], decision: Decision, protocol: ProtocolCard | None) -> str:
+    """What the verdict is a claim about, and what it is not: two fixed checkpoints, on tasks
+    like the compared ones; never the recipe that trained them (000 §17.4)."""
+    support, split = decision.support, (protocol or {}).get("split") or {}
+    units = f"{support.tasks} tasks" + (f" in {support.groups} groups"
+                                        if support.groups < support.tasks else "")
+    drawn = (f"the test split's {units}, dealt from the task set by a salted hash of each "
+             "task's group: new groups of the same kinds of task, not new kinds"
+             if split.get("test_version") else f"the {units} both files hold")
+    return (f"The claim: {names.candidate} against {names.base}, these two checkpoints as "
+            f"they are, on tasks like these ({drawn}). It is not a claim about the training "
+            f"recipe that produced {names.candidate}: that needs several training seeds per "
+            "arm, each evaluated.")

@@ -18,6 +18,8 @@ cites its sources in its docstrings.
 - pvalues: how a p-value (exact, or Monte Carlo with its resolution) and α are written
 - decision: the verdict on a candidate against its base, and the gates it must pass
 - counts, selection: per-task counts from rollout rows; choosing a checkpoint on validation
+- pick_stability: how often the rule picks each checkpoint over resamples of the val set,
+  and the winner's curse of the pick
 
 The names below are the statistics API (also importable from heldout.stats, its former home).
 """

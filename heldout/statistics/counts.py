@@ -12,9 +12,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
 
 from heldout.episodes.rows import FAILURES
-from heldout.errors import HeldoutError
+from heldout.errors import HeldoutError, ParamsError
 from heldout.statistics.grouping import group_labels
 from heldout.statistics.power import Reruns, too_few_runs
 from heldout.statistics.summary import summarize_counts
@@ -83,11 +84,38 @@ def check_comparable(rollouts: dict[str, pd.DataFrame], harness_fingerprint: str
             )
 
 
-def default_ks(n: int) -> list[int]:
-    """Powers of two up to n/2, and 1: pass@k near k = n rests on one indicator per task
-    (whether any of its n episodes passed), so a larger k is reported only when asked for
-    (`heldout score --ks`), and marked (beyond_half)."""
-    return [2**i for i in range(n.bit_length()) if 2**i <= max(1, n // 2)]
+def supported_k(n: int) -> int:
+    """The largest k pass@k is read at from n episodes per task: k ≤ n/2 (and 1 at any n, where
+    it is c/n). The unbiased estimator's variance grows as k nears n, and at k = n it is one
+    indicator per task (whether any of its n episodes passed)."""
+    return max(1, n // 2)
+
+
+def default_ks(n: int, asked: int = 0) -> list[int]:
+    """Powers of two up to supported_k(n), or up to the k `asked` for and that k itself: a
+    k above n/2 is reported only when asked for (`heldout score --ks`), and marked
+    (beyond_half)."""
+    top = asked or supported_k(n)
+    powers = [2**i for i in range(top.bit_length())]
+    return powers + ([asked] if asked and asked not in powers else [])
+
+
+class ScoreConfig(BaseModel):
+    """`params.score`: how far the val scores read pass@k and pass^k."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_k: int = Field(default=0, ge=0, description="the largest k of the val pass@k and "
+                       "pass^k, which needs harness.n >= 2k; 0: up to n/2 of harness.n")
+
+    def ks(self, n: int) -> list[int]:
+        """The val scores' ks at n episodes per task (harness.n); a max_k above what n
+        supports is refused, naming the n it needs: params cannot size the val n themselves,
+        since n is part of the harness fingerprint every val number is compared under."""
+        if self.max_k > supported_k(n):
+            raise ParamsError(f"params.yaml: score.max_k: pass@{self.max_k} needs harness.n >= "
+                              f"{2 * self.max_k} (pass@k is read at k <= n/2); harness.n is {n}")
+        return default_ks(n, self.max_k)
 
 
 def beyond_half(ks: Iterable[int], n: int) -> list[int]:

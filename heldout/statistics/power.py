@@ -1,5 +1,6 @@
 """How much the tasks at hand can tell: the design effect of correlated episodes, the minimum
-detectable effect and the tasks an effect needs, and the run-level drift that reruns measure.
+detectable effect and the tasks an effect needs, and the run-level drift that reruns measure
+(with the seed's noise floor from them, as information).
 
 Sources: Ridout, Demétrio & Firth 1999, Biometrics 55:137-148 (ANOVA estimate of ρ for binary
 data); Kish 1965, "Survey Sampling" (design effect); Miller 2024, arXiv:2411.00640 (clustered
@@ -82,6 +83,10 @@ class RunDrift:
     n_runs: int
     run_sd: float
     noise: float = 0.0
+    # The sample sd of the base's own R run-level pass@1: one configuration rerun, the spread
+    # the seed's noise floor stood on (NoiseFloor); information, the verdict does not use it.
+    # None where only the paired differences were recorded.
+    base_run_sd: float | None = None
 
     @property
     def variance(self) -> float:
@@ -90,6 +95,31 @@ class RunDrift:
     @property
     def df(self) -> int:
         return self.n_runs - 1
+
+
+@dataclass(frozen=True)
+class NoiseFloor:
+    """The seed's noise floor (Madaan et al. 2024): t₁₋α/₂ on R − 1 degrees of freedom times
+    the sd of one configuration's R run-level pass@1 times √2, the sd of the difference of two
+    independent runs of it. A change smaller than `floor` is one that rerunning the base alone
+    can make. Information beside the verdict, not a hurdle of it: the verdict carries the
+    spread of the arms' paired differences run by run (RunDrift.run_sd), which is the drift
+    that can move a comparison; a floor to clear on top counted the episodes' noise twice
+    (docs/statistics.md, "The noise floor, as information")."""
+
+    runs: int
+    run_sd: float  # the base's runs' sample sd (RunDrift.base_run_sd)
+    t: float
+    floor: float
+
+
+def noise_floor(drift: RunDrift, confidence: float) -> NoiseFloor | None:
+    """The seed's floor from the reruns a RunDrift was measured from, or None where the base's
+    own run scores were not kept (a RunDrift read back from before they were)."""
+    if drift.base_run_sd is None:
+        return None
+    t = float(sps.t.ppf(0.5 + confidence / 2, drift.df))
+    return NoiseFloor(drift.n_runs, drift.base_run_sd, t, t * drift.base_run_sd * math.sqrt(2))
 
 
 def design_effect(counts: ArrayLike, n: ArrayLike) -> DesignEffect:
@@ -214,9 +244,8 @@ def run_drift(reruns: Reruns, run_differences: ArrayLike | None = None,
     noise = 0.0 if run_differences is None else _episode_noise(
         np.asarray(run_differences, dtype=float), groups, base.size)
     # Rates subtracted in another order differ in the last bits: those are no spread.
-    if np.ptp(differences) <= 1e-12:
-        return RunDrift(int(base.size), 0.0, noise)
-    return RunDrift(int(base.size), float(differences.std(ddof=1)), noise)
+    spread = 0.0 if np.ptp(differences) <= 1e-12 else float(differences.std(ddof=1))
+    return RunDrift(int(base.size), spread, noise, float(base.std(ddof=1)))
 
 
 def _episode_noise(run_differences: np.ndarray, groups: ArrayLike | None, runs: int) -> float:

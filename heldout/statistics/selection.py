@@ -18,6 +18,7 @@ from heldout.errors import ParamsError
 from heldout.statistics.bca import mean_standard_error
 from heldout.statistics.estimators import pass_at_k
 from heldout.statistics.grouping import group_labels
+from heldout.statistics.pick_stability import honest_selection, rule_picks
 from heldout.statistics.power import mde
 from heldout.statistics.summary import estimate_intervals
 
@@ -68,6 +69,9 @@ def select_checkpoint(
     task id to group: the intervals (estimate_intervals), the standard errors (the cluster
     one, mean_standard_error) and the detectable lead then rest on the groups, since tasks of
     one group rise and fall together and counting them apart would make noise look like a lead.
+    The record also holds how often the same rule picks each checkpoint over resamples of the
+    val tasks or groups, and the expected winner's-curse inflation of the pick's val score
+    (heldout.statistics.pick_stability.honest_selection, seeded with `seed`).
     """
     values = per_task_metric(counts, config.k)
     missing = [name for name in order if name not in values.columns]
@@ -86,24 +90,25 @@ def select_checkpoint(
             "high": interval.high, "se": mean_standard_error(column, groups=labels),
             "method": interval.method,
         })
-    best = max(table, key=lambda row: (row["value"], -order.index(row["checkpoint"])))
-    if config.rule == "best":
-        chosen = best
-    elif config.rule == "one_se":
-        chosen = next(row for row in table if row["value"] >= best["value"] - best["se"])
-    else:
-        if config.final not in order:
-            raise ParamsError(
-                f"params.yaml: select.final: {config.final!r} is not a checkpoint; rule 'last' "
-                f"needs one of {', '.join(order)}"
-            )
-        chosen = table[order.index(config.final)]
+    if config.rule == "last" and config.final not in order:
+        raise ParamsError(
+            f"params.yaml: select.final: {config.final!r} is not a checkpoint; rule 'last' "
+            f"needs one of {', '.join(order)}"
+        )
+    final = order.index(config.final) if config.rule == "last" else None
+    # The whole val set is one sample to the rule, as each resample of it is to pick stability.
+    index = int(rule_picks(np.array([[row["value"] for row in table]]),
+                           np.array([[row["se"] for row in table]]), config.rule, final)[0])
+    chosen = table[index]
     return {
         "rule": config.rule,
         "metric": config.metric,
         "table": table,
         "chosen": chosen["checkpoint"],
         **_lead(values, table, chosen, labels),
+        **honest_selection(values[order].to_numpy(), labels=labels, names=order,
+                           rule=config.rule, chosen=index, standard_error=chosen["se"],
+                           seed=seed),
     }
 
 

@@ -109,10 +109,11 @@ def test_plan_counts_what_the_resume_cache_holds(tmp_path, monkeypatch):
     manifest = yaml.safe_load((project / "data/split/manifest.json").read_text())
     assert f"{manifest['counts']['val']} val and {manifest['counts']['test']} test" in (
         planned.stdout)
-    # The test access as params.reruns runs it: 2 arms × 4 runs × the harness's 3 episodes.
+    # The test access as params.reruns runs it: 2 arms × 4 runs × the harness's 3 episodes,
+    # and the oracle's one a task.
     test_row = next(line for line in planned.stdout.splitlines()
-                    if "test (2 arms x 4 runs x 3 episodes)" in line)
-    assert f"{2 * 4 * manifest['counts']['test'] * 3:,}" in test_row
+                    if "test (2 arms x 4 runs x 3 episodes, and the oracle)" in line)
+    assert f"{(2 * 4 * 3 + 1) * manifest['counts']['test']:,}" in test_row
 
 
 def test_a_trial_of_a_local_agent_prices_a_project_that_never_ran(tmp_path):

@@ -79,3 +79,21 @@ def test_a_closed_access_without_its_outputs_is_foreseen_refused(selected_copy: 
     assert line.startswith("test access: REFUSED")
     assert "its numbers are fixed and its outputs are not in place" in line
     assert "numbers are fixed" in refusal(selected_copy)
+
+
+def test_a_plan_that_would_not_decide_is_foreseen_refused_in_the_words_of_the_refusal(
+        selected_copy: Path):
+    # The gate before the spend refuses before the lock is asked (issue 41): a 40-task project
+    # has too few val tasks, too few that can fail on the test set, and no room to the ceiling
+    # for its MDE.
+    set_params(selected_copy, "test", spend={"candidates": [], "reason": ""})
+    line = foreseen(selected_copy)
+    assert line.startswith("test access: REFUSED, late against base")
+    why = line.split("): ", 1)[1]
+    assert why.startswith("the plan says the test split would not decide for late: val has ")
+    assert "val tasks are ones either arm ever fails: about " in why
+    assert refusal(selected_copy).startswith(f"refused: {why}. ")
+    assert outcomes(selected_copy) == ["refused"]
+    # Named with a reason, the plan foresees the opening the stage then makes.
+    set_params(selected_copy, "test", spend={"candidates": ["late"], "reason": "a demo"})
+    assert foreseen(selected_copy).startswith("test access: opens, late against base")

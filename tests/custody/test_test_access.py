@@ -152,8 +152,10 @@ def test_test_completions_never_sit_in_plain_text(project: Path):
     in_plain = [c for c in completions if any(json.dumps(c)[1:-1] in row for row in stored)]
     assert in_plain == []
     assert json.loads((project / catalog.RERUNS).read_text())["runs"] == 4
-    assert sum(row.startswith("sealed:") for row in stored) == len(episodes), \
-        "every test episode, the drift's reruns of both arms included"
+    # The reference solutions judged on the test tasks (stages/test_oracle.py) are test
+    # content too: sealed, one episode a task.
+    assert sum(row.startswith("sealed:") for row in stored) == len(episodes) + episodes[
+        "task_id"].nunique(), "every test episode, the reruns of both arms and the oracle's"
 
 
 def test_the_outcome_files_quote_nothing_of_the_hidden_tests_and_the_seal_keeps_it(

@@ -106,6 +106,9 @@ BAD = {
              "'temperature'?"),
     "slash": (lambda p: p["checkpoints"].update({"run/step_90": {"agent": "demo"}}),
               "params.yaml: checkpoints.run/step_90: not a usable checkpoint name"),
+    "k beyond n/2": (lambda p: p.update(score={"max_k": 8}, harness={**p["harness"], "n": 15}),
+                     "params.yaml: score.max_k: pass@8 needs harness.n >= 16 (pass@k is read "
+                     "at k <= n/2); harness.n is 15"),
 }
 
 

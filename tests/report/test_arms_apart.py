@@ -96,6 +96,19 @@ def test_a_reference_beside_each_arm_decides_when_the_claim_clears_its_movement(
     assert held.returncode == 0, held.stderr
     assert held.stdout.startswith("No difference detected: step_9 50.0% vs base 25.0%")
     assert "the reference checkpoint moved +25.0 points" in held.stdout
+    # Of the 40 tasks both arms always fail (40-79), the reference passed 40-49 beside B:
+    # those failures are the arms', the other 30 may be no policy's to pass.
+    both_fail = json.loads((tmp_path / "held" / "report.json").read_text())["slices"]
+    assert both_fail["both_fail"] == {"tasks": 40, "shown_passable": 10,
+                                      "evidence": "the reference checkpoint's runs"}
+
+
+def test_a_selector_column_the_files_lack_is_refused(tmp_path: Path):
+    base, candidate = arms(tmp_path, MONDAY)
+    done = heldout("compare", base, candidate, "--out", tmp_path / "out",
+                   "--selector", "reward_pick")
+    assert done.returncode == 2
+    assert "--selector reward_pick: no such column in" in done.stderr
 
 
 def test_a_reference_that_did_not_run_beside_its_arm_is_refused(tmp_path: Path):

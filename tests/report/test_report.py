@@ -175,6 +175,30 @@ def test_paired_runs_are_pooled_and_their_spread_carried_into_the_verdict():
             pool_runs(base_runs[:runs], candidate_runs[:runs])
 
 
+def test_the_seeds_noise_floor_is_posted_as_information_and_decides_nothing():
+    # The base at pass@1 0.40, 0.45, 0.50, 0.45 run by run (sd √(0.005/3) = 0.0408248), the
+    # candidate 0.10 above it in every run: the paired drift is 0, and the floor the seed
+    # would have asked the difference to clear is t₀.₉₇₅(3)·sd·√2 = 3.1824463 × 0.0408248 ×
+    # 1.4142136 = 0.1837386, above the +10 points the verdict still calls "better".
+    base_runs = [rollouts("base", passing(200, range(stop))) for stop in (80, 90, 100, 90)]
+    candidate_runs = [rollouts("fixed", passing(200, range(stop + 20)))
+                      for stop in (80, 90, 100, 90)]
+    base, candidate, reruns = pool_runs(base_runs, candidate_runs)
+    report = build_report(base, candidate, reruns=reruns)
+    floor = report.power.noise_floor
+    assert (floor.runs, floor.run_sd) == (4, pytest.approx((0.005 / 3) ** 0.5))
+    assert floor.floor == pytest.approx(0.1837386, abs=1e-7)
+    assert report.headline.decision.drift.run_sd == 0
+    assert report.verdict == BETTER
+    assert Report.from_json(json.loads(json_bytes(report.to_json()))).power == report.power
+    text = full_markdown(report)
+    assert ("| the seed's noise floor, t₀.₉₇₅(3) × sd of the base's 4 runs' pass@1 × √2 "
+            "(information) | 18.4 points (3.18 × 4.08 × √2) |") in text
+    assert "The noise floor is information, not a hurdle" in text
+    # Without reruns there is no floor to post.
+    assert build_report(base_runs[0], candidate_runs[0]).power.noise_floor is None
+
+
 def test_pass_at_k_curves_that_cross_say_where():
     # Base: every task 3 of 10; candidate: half the tasks 10 of 10, half 0 of 10.
     # pass@1 0.3 vs 0.5, pass@2 1 − C(7,2)/C(10,2) = 0.533 vs 0.5, pass@4 1 − C(7,4)/C(10,4) =
@@ -202,6 +226,7 @@ def test_pass_at_k_curves_that_cross_say_where():
             "k = 1, base from k = 4.") in text
     assert ("The pass^k curves do not cross beyond their intervals: cand is ahead or level at "
             "every k (ahead only where the paired interval excludes 0).") in text
+    assert "They run to k ≤ n/2 (n = 10 episodes per task here)" in text
     assert report.metrics["base_pass_at_2"] == pytest.approx(1 - 21 / 45, abs=1e-6)
 
 

@@ -60,6 +60,18 @@ def test_score_summarizes_every_checkpoint_with_intervals(tracked: Path):
     assert {failure.rate for failure in FAILURES} <= set(scores["checkpoints"]["base"])
     assert metrics["base"]["error"] == scores["checkpoints"]["base"]["error_rate"]
 
+    # Effort beside success: each checkpoint's turns per episode, recomputed from its rollout
+    # file (a task's mean, then the mean over tasks), and its ratio to the base's.
+    turns = {name: pd.read_parquet(project / catalog.rollout_file(name)).groupby("task_id")[
+        "turns"].mean().mean() for name in ("base", "late")}
+    late_turns = scores["checkpoints"]["late"]["effort"]["measures"]["turns"]
+    assert late_turns["mean"] == pytest.approx(turns["late"])
+    assert late_turns["ratio"] == pytest.approx(turns["late"] / turns["base"])
+    assert metrics["late"]["turns_ratio"] == round(late_turns["ratio"], 6)
+    # the clocks are MLflow's, never the scores' (they change from run to run)
+    assert {"agent_s", "exec_cpu_s"}.isdisjoint(scores["checkpoints"]["late"]["effort"][
+        "measures"]) and "agent_s" not in metrics["late"]
+
     # Scoring the same rollouts again writes the same bytes: no wall-clock number sits in the
     # scores, whose digest the selection (and so the test access) is bound to.
     first = {path: (project / path).read_bytes() for path in (catalog.SCORES, catalog.PER_TASK)}
