@@ -47,10 +47,15 @@ def slices_blocks(report: Report) -> list[Block]:
              f"{row.improved} / {row.regressed} / {row.tied}"]
             for row in slices.by_base_rate]
     both_fail = slices.both_fail
-    split = (f"{both_fail.shown_passable} of them shown passable by {both_fail.evidence} "
-             f"(genuine failures of both), {both_fail.tasks - both_fail.shown_passable} never "
-             "shown passable (maybe no policy can pass them)"
-             if both_fail.shown_passable is not None else f"passable {both_fail.evidence}")
+    tasks = f"{both_fail.tasks} task{'' if both_fail.tasks == 1 else 's'}"
+    if both_fail.tasks == 0:
+        split = "none"
+    elif both_fail.shown_passable is None:
+        split = f"{tasks}; passable {both_fail.evidence}"
+    else:
+        split = (f"{tasks}; {both_fail.shown_passable} shown passable (genuine "
+                 f"failures of both arms) and {both_fail.tasks - both_fail.shown_passable} "
+                 f"never shown passable (maybe no policy can pass them), by {both_fail.evidence}")
     return [
         Subheading("By how often the base passed"),
         Paragraph(f"Never, sometimes or always passed by {names.base}: {slices.sliced_by}. "
@@ -58,7 +63,7 @@ def slices_blocks(report: Report) -> list[Block]:
                   "do; a gain where it never passes is new reach."),
         Table(["base passed", "tasks", f"{names.base} pass@1", f"{names.candidate} pass@1",
                "difference (points)", "95% interval", "improved / regressed / tied"], rows),
-        Paragraph(f"Both fail in every episode: {both_fail.tasks} tasks; {split}."),
+        Paragraph(f"Both fail in every episode: {split}."),
     ]
 
 

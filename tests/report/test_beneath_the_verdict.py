@@ -114,7 +114,8 @@ def test_slices_are_set_by_the_bases_even_episodes_and_measured_by_its_odd_ones(
     assert report.metrics["slice_never_difference"] == pytest.approx(1 / 3)
     markdown = full_markdown(report)
     assert "By how often the base passed" in markdown
-    assert "1 of them shown passable by a reference checkpoint" in markdown
+    assert ("1 task; 1 shown passable (genuine failures of both arms) and 0 never shown "
+            "passable (maybe no policy can pass them), by a reference checkpoint") in markdown
     assert Report.from_json(json.loads(json.dumps(report.to_json()))).slices == report.slices
 
 
