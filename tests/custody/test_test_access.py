@@ -156,6 +156,17 @@ def test_test_completions_never_sit_in_plain_text(project: Path):
     # content too: sealed, one episode a task.
     assert sum(row.startswith("sealed:") for row in stored) == len(episodes) + episodes[
         "task_id"].nunique(), "every test episode, the reruns of both arms and the oracle's"
+    # The clocks the outcome files leave out are the test stage's MLflow run's: each arm's
+    # per-task mean, averaged over tasks, recomputed from every episode's timings.
+    timings = pd.read_parquet(project / "data/test/timings.parquet")
+    client = mlflow.MlflowClient(os.environ["MLFLOW_TRACKING_URI"])
+    [run] = client.search_runs([client.get_experiment_by_name("heldout").experiment_id],
+                               "tags.`heldout.stage` = 'test'")
+    access = json.loads((project / ACCESS).read_text())
+    for role in test_stage.ARMS:
+        arm = timings[timings["checkpoint"] == access[role]]
+        assert run.data.metrics[f"effort.{role}_agent_s"] == pytest.approx(
+            arm.groupby("task_id")["agent_s"].mean().mean())
 
 
 def test_the_outcome_files_quote_nothing_of_the_hidden_tests_and_the_seal_keeps_it(
