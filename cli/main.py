@@ -17,7 +17,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from cli import imports, scoring_options, usage
+from cli import imports, recipes, scoring_options, usage
 from cli import params as params_commands
 from cli import samples as samples_commands
 from cli import tasks as tasks_commands
@@ -240,12 +240,8 @@ def tasks_validate(
     if run:
         tasks_commands.check_repositories(tasks, sandbox)
     groups = len({t.group for t in tasks})
-    stdout.print(
-        f"OK: {len(tasks)} tasks in {groups} groups in {source} "
-        f"(digest {tasks_digest(tasks)[:12]})",
-        highlight=False,
-        soft_wrap=True,
-    )
+    stdout.print(f"OK: {len(tasks)} tasks in {groups} groups in {source} "
+                 f"(digest {tasks_digest(tasks)[:12]})", highlight=False, soft_wrap=True)
 
 
 @app.command()
@@ -254,7 +250,7 @@ def compare(
         metavar="A", help="The base: a rollout file (.parquet), a samples file (.jsonl: "
                           "task_id, completion) or another harness's results (see import).")],
     candidate: Annotated[Path, typer.Argument(
-        metavar="B", help="The candidate, the same way.")],
+        metavar="B", help="The candidate, the same way (A1,A2,A3 B1,B2,B3: recipes, by seed).")],
     out: Annotated[
         Path, typer.Option(help="Folder for report.md, report.html, report.json, figures/ "
                                 "(and scored/: samples files scored, reused when unchanged).",
@@ -294,10 +290,10 @@ def compare(
 ) -> None:
     """The paired report of B against A from any two rollout or samples files (samples are
     scored first, as `heldout score` does) or other harnesses' results (refused unless
-    comparable), no pipeline needed. A file compared with itself
-    (or with a byte-for-byte copy) is a warning, not an error: the report is written, with
-    every difference 0. Arms whose rows say they ran at different times are "not decidable"
-    unless a reference checkpoint ran beside each (--reference-a, --reference-b)."""
+    comparable), no pipeline needed. A file compared with itself (or a byte-for-byte copy) is a
+    warning, not an error: the report is written, with every difference 0. Arms whose rows say
+    they ran at different times are "not decidable" unless a reference checkpoint ran beside
+    each (--reference-a, --reference-b). A1,A2,A3 B1,B2,B3: two recipes, a file per seed."""
     from heldout.report import build_report, headline_markdown, read_rollouts, write_report
     from heldout.report.inputs import same_input_warning
     from heldout.statistics.counts import pool_runs
@@ -308,6 +304,10 @@ def compare(
 
     same = same_input_warning(base, candidate)
     setup = samples_commands.scoring(tasks, sandbox, timeout_s, memory_mb, workers, groups=groups)
+    if recipes.seeded(base, candidate):  # seed files: the seed is the unit (cli/recipes.py)
+        return recipes.compare(
+            base, candidate, out, setup, target_effect, (base_name, candidate_name),
+            checkpoint_only=(rerun_a, rerun_b, reference_a, reference_b, allow_harness_mismatch))
     given = (base, candidate)
     arms = imports.compare_arms(base, candidate, out, setup, score_key, group_key)
     base, candidate = arms.paths
@@ -329,13 +329,10 @@ def compare(
     )
     written = write_report(report, out)
     stdout.print(headline_markdown(report), markup=False, highlight=False, soft_wrap=True)
-    stdout.print(
-        f"wrote {', '.join(str(path.relative_to(out)) for path in written)} in {out}",
-        markup=False, highlight=False, soft_wrap=True,
-    )
+    stdout.print(f"wrote {', '.join(str(path.relative_to(out)) for path in written)} in {out}",
+                 markup=False, highlight=False, soft_wrap=True)
     if mlflow or (mlflow is None and arms.protocol is not None):
-        run_id = log_compare(report, out, given)
-        stdout.print(f"MLflow run {run_id}", markup=False, highlight=False)
+        stdout.print(f"MLflow run {log_compare(report, out, given)}", markup=False, highlight=False)
 
 
 app.command()(samples_commands.score)
