@@ -17,7 +17,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from cli import imports, recipes, scoring_options, usage
+from cli import imports, judge_trust, recipes, scoring_options, usage
 from cli import params as params_commands
 from cli import samples as samples_commands
 from cli import tasks as tasks_commands
@@ -287,6 +287,7 @@ def compare(
     memory_mb: scoring_options.MemoryOption = None,
     workers: scoring_options.WorkersOption = None,
     mlflow: scoring_options.CompareMlflowOption = None,
+    trust: judge_trust.JudgeTrustOption = None,
 ) -> None:
     """The paired report of B against A from any two rollout or samples files (samples are
     scored first, as `heldout score` does) or other harnesses' results (refused unless
@@ -320,12 +321,13 @@ def compare(
     imports.check_selector(selector, {base: base_table, candidate: candidate_table})
     reference, passable = imports.reference_inputs(reference_a, reference_b, base_table,
                                                    candidate_table, labels)
+    judged = judge_trust.judge_inputs(trust, arms)
     report = build_report(
         base_table, candidate_table,
         groups=labels, reruns=reruns, reference=reference, passable=passable, selector=selector,
         base_name=base_name, candidate_name=candidate_name,
         sample=sample, allow_harness_mismatch=allow_harness_mismatch or arms.mixed,
-        target_effect=target_effect, protocol=arms.protocol,
+        target_effect=target_effect, **judged,
     )
     written = write_report(report, out)
     stdout.print(headline_markdown(report), markup=False, highlight=False, soft_wrap=True)
@@ -337,6 +339,7 @@ def compare(
 
 app.command()(samples_commands.score)
 app.command("import")(imports.import_command)
+app.command("judge-trust")(judge_trust.judge_trust)
 app.command()(audit)
 
 

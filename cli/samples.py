@@ -141,7 +141,7 @@ def score_files(files: list[Path], outs: list[Path], scoring: Scoring,
                 cards[index] = scored
             continue
         if file_kind(path) == "rollouts":
-            table = read_rollouts(path)
+            table = read_rollouts(path, read_too=("error",))
             unknown_tasks(table, scoring, path)
             done.append(Scored(path, path, target, summarize(table, path, scoring, ks)))
             write_json_atomic(target, done[-1].summary)
@@ -153,7 +153,7 @@ def score_files(files: list[Path], outs: list[Path], scoring: Scoring,
         digest = sha256_hex(path.read_bytes())
         cached = read_cached(target, rollouts, digest, scoring)
         if cached is not None:  # summarized again: the ks asked for may be others
-            summary = summarize(read_rollouts(rollouts), path, scoring, ks) | {
+            summary = summarize(read_rollouts(rollouts, ("error",)), path, scoring, ks) | {
                 key: cached[key] for key in KEPT}
             write_json_atomic(target, summary)
             done.append(Scored(path, rollouts, target, summary, cached=True))
@@ -273,6 +273,7 @@ def summarize(table: pd.DataFrame, path: Path, scoring: Scoring,
         per_task_counts,
         summarize_checkpoint,
     )
+    from heldout.statistics.judge_trust import failing_reasons
     from heldout.tasks.record import tasks_digest
 
     names = sorted(set(table["checkpoint"].astype(str))) if "checkpoint" in table else []
@@ -282,6 +283,7 @@ def summarize(table: pd.DataFrame, path: Path, scoring: Scoring,
     requested = ks or default_ks(n_min)
     harnesses = sorted(set(table["harness"].astype(str)))
     scored_here = path.name.lower().endswith((".jsonl", ".jsonl.gz"))
+    reasons = failing_reasons(table)  # one reason failing (nearly) every row voids the score
     return {
         "file": str(path),
         "kind": "samples" if scored_here else "rollouts",
@@ -296,7 +298,7 @@ def summarize(table: pd.DataFrame, path: Path, scoring: Scoring,
                "skipped": [k for k in requested if k > n_min],
                "beyond_half": beyond_half([k for k in requested if k <= n_min], n_min)},
         "statuses": {str(s): int(c) for s, c in table["status"].value_counts().items()},
-        "canaries": None, "file_passed": None,
+        "canaries": None, "file_passed": None, "grader_reason": reasons and reasons.to_json(),
         **summarize_checkpoint(counts, requested, groups=scoring.groups({path: table})),
     }
 
@@ -334,6 +336,8 @@ def print_summary(scored: Scored) -> None:
         stdout.print(f"  the file's own `passed` disagrees with the judge on "
                      f"{claimed['disagree']} of {claimed['rows']} samples", **SAY)
     print_canaries(s.get("canaries"))
+    if (reason := s.get("grader_reason")) and reason["voids"]:
+        stderr.print(f"warning: score void: {reason['says']}", **SAY)
 
 
 def print_canaries(canaries: dict[str, Any] | None) -> None:

@@ -16,7 +16,7 @@ from heldout.episodes.rollout import RolloutJob, RolloutsConfig, roll_outs
 from heldout.episodes.rows import FAILURES, rollout_table
 from heldout.errors import StageError
 from heldout.files import staged_outputs
-from heldout.report.effort import CLOCKS
+from heldout.report.effort import CLOCKS, MEASURES
 from heldout.report.figures import checkpoints_pass_at_k_figure
 from heldout.statistics.counts import (
     CanaryError,
@@ -215,10 +215,15 @@ def flat_metrics(summary: dict[str, Any], prefix: str = "") -> dict[str, float]:
 # together: so one file per checkpoint (metrics/val/<name>.json) and short keys. They are
 # MLflow's names (flat_metrics) in the field's notation, pass@k and pass^k (every one of k
 # episodes passes), each failure rate under its row status (error, truncated, budget), and the
-# tasks failed at least once (failure_capable) or every time as any_fail and all_fail.
+# tasks failed at least once (failure_capable) or every time as any_fail and all_fail. Of the
+# effort, only the output tokens against the base's (tokens_x): a column per measure would take
+# the table past 200 characters; the scores and MLflow hold every measure.
 DVC_KEYS = {"pass_at_1_low": "pass@1_lo", "pass_at_1_high": "pass@1_hi",
             "failure_capable": "any_fail", "hidden_pass_on_public_tasks": "hidden_on_public",
+            "tokens_out_ratio": "tokens_x",
             **{failure.rate: failure.status for failure in FAILURES}}
+DVC_LEFT_OUT = {key for measure, _words in MEASURES for key in (measure, f"{measure}_ratio")
+                if key != "tokens_out_ratio"}
 DVC_KEY_PREFIXES = {"pass_at_": "pass@", "pass_hat_": "pass^"}
 DVC_COUNTS = {"failure_capable", "all_fail"}  # tasks, not rates
 
@@ -235,7 +240,7 @@ def dvc_key(name: str) -> str:
 def dvc_metrics(summaries: dict[str, dict[str, Any]]) -> dict[str, dict[str, float | int]]:
     """Each checkpoint's row of `dvc metrics show`, by checkpoint."""
     return {name: {dvc_key(k): int(v) if k in DVC_COUNTS else round(v, 6)
-                   for k, v in flat_metrics(s).items()}
+                   for k, v in flat_metrics(s).items() if k not in DVC_LEFT_OUT}
             for name, s in summaries.items()}
 
 

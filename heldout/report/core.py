@@ -55,6 +55,7 @@ from heldout.statistics.decision import (
     NOT_DECIDABLE,
     WORSE,
     Decision,
+    Gate,
 )
 from heldout.statistics.estimators import pass_at_k, pass_hat_k
 from heldout.statistics.grouping import group_labels
@@ -286,6 +287,7 @@ def build_report(
     reference: Interval | None = None,
     passable: Passable | None = None,
     selector: str = PUBLIC_TESTS,
+    judge: tuple[Gate, ...] = (),
     seed: int = 0,
 ) -> Report:
     """The paired report of `candidate` against `base`, two rollout tables (heldout.episodes.episode
@@ -307,7 +309,8 @@ def build_report(
     arms' times, the drift control of arms that ran apart (heldout.statistics.timing).
     `passable`: tasks a run other than the two arms passed, which splits the both-fail ties
     (heldout.report.slices). `selector`: the boolean column best-of-k submits by
-    (heldout.report.best_of_k). `seed` seeds every bootstrap.
+    (heldout.report.best_of_k). `judge`: gates that void any verdict of the judge that scored
+    both arms (heldout.statistics.judge_trust). `seed` seeds every bootstrap.
     """
     protocol_card = protocol_copy(protocol) if protocol is not None else None
     paired = pair_arms(base, candidate, names=(base_name, candidate_name), sample=sample,
@@ -319,7 +322,7 @@ def build_report(
         "the arms ran under different harnesses, so part of any difference may be the "
         "harness's")
     estimates = headline_estimates(arms, groups=groups, reruns=reruns,
-                                   mismatch=mismatch, seed=seed, reference=reference)
+                                   mismatch=mismatch, seed=seed, reference=reference, judge=judge)
     summaries, decision = estimates.summaries, estimates.decision
     contamination = None if decontamination is None else contamination_section(
         arms, decontamination, groups=groups, reruns=reruns, mismatch=mismatch,

@@ -12,7 +12,7 @@ import numpy as np
 
 from heldout.report.inputs import Arm
 from heldout.report.sections import PerArm
-from heldout.statistics.decision import Decision, decide
+from heldout.statistics.decision import Decision, Gate, decide
 from heldout.statistics.grouping import group_labels
 from heldout.statistics.intervals import Interval
 from heldout.statistics.power import Reruns
@@ -34,10 +34,12 @@ class HeadlineEstimates:
 
 def headline_estimates(
     arms: PerArm[Arm], *, groups: Mapping[str, str] | None,
-    reruns: Reruns | None, mismatch: str | None, seed: int, reference: Interval | None = None
+    reruns: Reruns | None, mismatch: str | None, seed: int, reference: Interval | None = None,
+    judge: tuple[Gate, ...] = (),
 ) -> HeadlineEstimates:
     """`reference`: a reference checkpoint's movement between the arms' times (its run beside
-    the candidate minus its run beside the base), the drift control of arms run apart."""
+    the candidate minus its run beside the base), the drift control of arms run apart.
+    `judge`: the judge's voiding gates (heldout.statistics.judge_trust)."""
     labels = group_labels(arms.base.counts.index, groups)
     summaries = arms.map(lambda arm: summarize_counts(
         arm.counts["c"].to_numpy(), arm.counts["n"].to_numpy(), [1], groups=labels, seed=seed))
@@ -66,7 +68,7 @@ def headline_estimates(
         task_truncation=tuple((arm.counts["truncations"] / arm.counts["n"]).to_numpy(float)
                               for arm in arms),
         reruns=reruns, run_differences=run_differences, mismatch=mismatch,
-        timing=arms_time(arms, reruns, reference), seed=seed)
+        timing=arms_time(arms, reruns, reference), judge=judge, seed=seed)
     return HeadlineEstimates(summaries, pass_at_1, decision)
 
 

@@ -93,11 +93,13 @@ UNREAD_COLUMNS = (*TEST_CONTENT_COLUMNS, *TEST_TEXT_COLUMNS, "step_timings")
 MAX_READ_BYTES = 256 << 20
 
 
-def read_rollouts(path: Path) -> pd.DataFrame:
-    """A rollout Parquet file, checked to hold what the report needs; its UNREAD_COLUMNS are
-    never unpacked, and the rest no more than MAX_READ_BYTES."""
+def read_rollouts(path: Path, read_too: tuple[str, ...] = ()) -> pd.DataFrame:
+    """A rollout Parquet file, checked to hold what the report needs; its UNREAD_COLUMNS but
+    `read_too` (the judge's messages, the completions to judge again) are never unpacked, and
+    the rest no more than MAX_READ_BYTES."""
     try:
-        table = read_parquet_bounded(path, UNREAD_COLUMNS, MAX_READ_BYTES)
+        table = read_parquet_bounded(
+            path, tuple(c for c in UNREAD_COLUMNS if c not in read_too), MAX_READ_BYTES)
     except FileNotFoundError:
         raise ReportInputError(f"{path}: no such file") from None
     except UnpacksTooLarge as large:

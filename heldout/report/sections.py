@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Generic, Self, TypeVar
 
-from heldout.statistics.decision import Decision, Support
+from heldout.statistics.decision import Decision, Gate, Support
 from heldout.statistics.intervals import Interval
 from heldout.statistics.paired_tests import McNemarResult, PermutationTest
 from heldout.statistics.power import DesignEffect, NoiseFloor, RunDrift
@@ -140,6 +140,7 @@ class Headline:
                             decision.support.truncation_p)},
             "mismatch": decision.mismatch,
             "timing": decision.timing and decision.timing.to_json(),
+            "judge": [asdict(gate) for gate in decision.judge],
             "gates": [asdict(gate) for gate in decision.gates],
             "verdict": decision.verdict,
             "rule": self.rule,
@@ -158,7 +159,8 @@ class Headline:
         decision = Decision(Interval.from_json(data["difference"]),
                             PermutationTest(**data["test"]), McNemarResult(**mcnemar),
                             None if drift is None else RunDrift(**drift), Support(**support),
-                            data["mismatch"], Timing.from_json(data.get("timing")))
+                            data["mismatch"], Timing.from_json(data.get("timing")),
+                            tuple(Gate(**gate) for gate in data.get("judge", ())))
         if decision.verdict != data["verdict"]:
             raise ValueError(f"headline: the verdict {data['verdict']!r} is not what the rule "
                              f"gives for its own numbers ({decision.verdict!r})")

@@ -85,12 +85,16 @@ TRUNCATION_IMBALANCE = "one arm truncated far more"
 NOT_COMPARABLE = "not comparable"
 EPISODES_DIFFER = "the arms ran different episodes per task"
 ARMS_APART = "the arms ran at different times"
+# The judge's gates (heldout.statistics.judge_trust): no number an untrusted judge produced is
+# quoted, a "worse" no more than a "better".
+JUDGE_UNTRUSTED = "judge untrusted"
+GRADER_REASON = "one grader reason"
 # Gates that only warn: the verdict stands, with the caveat beside it.
 FEW_FAILURE_CAPABLE = "few tasks either arm fails"
 TIMES_UNKNOWN = "when the arms ran is not recorded"
 # Voiding gates a significant "worse" is not reported through: drift or a different harness
 # can make a loss as easily as a gain.
-VOIDS_HARM_TOO = (NOT_COMPARABLE, ARMS_APART)
+VOIDS_HARM_TOO = (NOT_COMPARABLE, ARMS_APART, JUDGE_UNTRUSTED, GRADER_REASON)
 
 
 @dataclass(frozen=True)
@@ -144,7 +148,7 @@ class Decision:
         tasks, groups, ties and power the verdict rests on. mismatch: why the arms are not
         comparable (different harnesses), or None. timing: when the arms ran and what
         controls the drift between those times (heldout.statistics.timing), or None: not
-        asked.
+        asked. judge: the judge's voiding gates (heldout.statistics.judge_trust), first.
     """
 
     difference: Interval
@@ -154,6 +158,7 @@ class Decision:
     support: Support
     mismatch: str | None = None
     timing: Timing | None = None
+    judge: tuple[Gate, ...] = ()
 
     @property
     def claim(self) -> str:
@@ -212,7 +217,7 @@ class Decision:
         return fired
 
     def _voiding_gates(self) -> list[Gate]:
-        support, fired = self.support, []
+        support, fired = self.support, list(self.judge)
         if self.mismatch:
             fired.append(Gate(NOT_COMPARABLE, self.mismatch, True))
         if self.timing is not None and self.timing.apart:
@@ -266,6 +271,7 @@ def decide(
     mismatch: str | None = None,
     episodes_differ: str | None = None,
     timing: Timing | None = None,
+    judge: tuple[Gate, ...] = (),
     seed: int | None = 0,
 ) -> Decision:
     """Decide the candidate against the base on the same tasks, given in the same order.
@@ -290,7 +296,8 @@ def decide(
     episodes per task differ, the rates given being over the episodes both ran: a gate that
     voids a gain and lets a significant harm through, or None. timing: when the arms ran
     (heldout.statistics.timing): apart voids better and worse alike, a reference's movement
-    must be cleared, unknown is a caveat; or None. `seed` seeds the resampling.
+    must be cleared, unknown is a caveat; or None. judge: gates that void any verdict of the
+    judge that scored both arms (heldout.statistics.judge_trust). `seed` seeds the resampling.
     """
     base, candidate = np.asarray(base, dtype=float), np.asarray(candidate, dtype=float)
     base_passed = np.asarray(base_passed, dtype=bool)
@@ -354,4 +361,5 @@ def decide(
                                signs.nonzero_units / max(1, signs.units))
         if differences.size < MIN_UNITS and sd > 0 and difference.estimate != 0 else None,
     )
-    return Decision(difference, test, mcnemar_exact(b, c), drift, support, mismatch, timing)
+    return Decision(difference, test, mcnemar_exact(b, c), drift, support, mismatch, timing,
+                    tuple(judge))
