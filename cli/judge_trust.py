@@ -30,7 +30,6 @@ if TYPE_CHECKING:
 
 stdout = Console()
 SAY = {"markup": False, "highlight": False, "soft_wrap": True}
-SCHEMA = "heldout.judge_trust/1"
 LABEL_SHAPE = '{"task_id": str, "sample": int, "label": true|false}'
 SHOWN = 20  # rows listed by key in TRUST.json: the disagreements and flips to look at first
 
@@ -126,6 +125,7 @@ def judge_trust(
     from heldout.errors import HeldoutError
     from heldout.files import write_json_atomic
     from heldout.report.inputs import read_rollouts
+    from heldout.statistics.judge_trust import SCHEMA as TRUST_SCHEMA
     from heldout.statistics.judge_trust import judge_agreement
 
     setup = scoring(tasks, sandbox, timeout_s, memory_mb, workers, canaries=False)
@@ -139,7 +139,7 @@ def judge_trust(
     except ValueError as error:
         raise HeldoutError(f"{labels}: {error}") from None
     keys = list(zip(rows["task_id"], rows["sample"].astype(int), strict=True))
-    record = {"schema": SCHEMA, "labels": str(labels), "judged": str(judged),
+    record = {"schema": TRUST_SCHEMA, "labels": str(labels), "judged": str(judged),
               "harness": sorted(set(rows["harness"].astype(str))), **trust.to_json(),
               "disagree": differing(keys, rows["passed"], rows["label"]),
               "flipped": None if rejudged is None else differing(keys, rows["passed"], rejudged)}
@@ -178,19 +178,13 @@ def print_trust(trust: Any) -> None:
 def read_trust(path: Path) -> tuple[dict[str, Any], Any]:
     """TRUST.json as written, and the JudgeTrust it holds (its shares' intervals recomputed)."""
     from heldout.errors import HeldoutError
-    from heldout.statistics.judge_trust import JudgeTrust
+    from heldout.statistics.judge_trust import trust_from_record
 
-    refused = HeldoutError(f"{path}: not a TRUST.json `heldout judge-trust` wrote")
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        raise refused from None
-    if not isinstance(record, dict) or record.get("schema") != SCHEMA:
-        raise refused
-    try:
-        return record, JudgeTrust.from_json(record)
-    except (KeyError, TypeError, ValueError):
-        raise refused from None
+        raise HeldoutError(f"{path}: not a TRUST.json `heldout judge-trust` wrote") from None
+    return record, trust_from_record(record, str(path))
 
 
 def judge_inputs(trust_file: Path | None, arms: Arms) -> dict[str, Any]:

@@ -17,7 +17,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from cli import imports, judge_trust, recipes, scoring_options, usage
+from cli import imports, judge_trust, recall, recipes, scoring_options, usage
 from cli import params as params_commands
 from cli import samples as samples_commands
 from cli import tasks as tasks_commands
@@ -91,9 +91,8 @@ def stage(
     root = find_project_root()
     apply_defaults(root)
     if name not in available_stages():
-        raise StageError(
-            f"unknown stage '{name}'; the stages are: {', '.join(available_stages())}"
-        )
+        raise StageError(f"unknown stage '{name}'; the stages are: "
+                         f"{', '.join(available_stages())}")
     pipeline_run = os.environ.get(PIPELINE_RUN_ENV)
     if name == "split" and not pipeline_run:
         # The first stage `dvc repro` runs: all of params.yaml, before anything is written
@@ -303,12 +302,12 @@ def compare(
         raise typer.BadParameter("give both --reference-a and --reference-b (one reference "
                                  "checkpoint's run beside each arm), or neither")
 
-    same = same_input_warning(base, candidate)
     setup = samples_commands.scoring(tasks, sandbox, timeout_s, memory_mb, workers, groups=groups)
     if recipes.seeded(base, candidate):  # seed files: the seed is the unit (cli/recipes.py)
         return recipes.compare(
             base, candidate, out, setup, target_effect, (base_name, candidate_name),
             checkpoint_only=(rerun_a, rerun_b, reference_a, reference_b, allow_harness_mismatch))
+    same = same_input_warning(base, candidate)
     given = (base, candidate)
     arms = imports.compare_arms(base, candidate, out, setup, score_key, group_key)
     base, candidate = arms.paths
@@ -340,6 +339,7 @@ def compare(
 app.command()(samples_commands.score)
 app.command("import")(imports.import_command)
 app.command("judge-trust")(judge_trust.judge_trust)
+app.command("probe-recall")(recall.probe_recall)
 app.command()(audit)
 
 

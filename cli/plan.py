@@ -189,9 +189,11 @@ def split_counts(root: Path, params: dict[str, Any]) -> tuple[dict[str, int], st
 def stage_work(root: Path, params: dict[str, Any], counts: dict[str, int]) -> list[StageWork]:
     from heldout.episodes.harness import Harness
     from heldout.episodes.sweep import SensitivityConfig, plan_settings
+    from heldout.statistics.recipe import RecipesConfig
     from stages.common import section
     from stages.reruns import RerunsConfig
     from stages.score import CANARIES
+    from stages.test_recipes import recipe_episodes
 
     harness = section(params, "harness", Harness)
     checkpoints = params.get("checkpoints") or {}
@@ -202,7 +204,8 @@ def stage_work(root: Path, params: dict[str, Any], counts: dict[str, int]) -> li
                        calls_each(settings, harness), cache.count(settings, harness))
              for name, settings in checkpoints.items()]
     single = harness.model_copy(update={"n": 1})  # the canaries' (stages/score.py)
-    work.append(StageWork("score (oracle, blind canaries)", "score", None, 2 * val, 0,
+    work.append(StageWork(f"score ({', '.join(CANARIES)} canaries)", "score", None,
+                          len(CANARIES) * val, 0,
                           sum(cache.count(agent, single) for agent in CANARIES.values())))
     work.append(StageWork("select", "select", None, 0, 0))
     if "sensitivity" in params:
@@ -215,8 +218,12 @@ def stage_work(root: Path, params: dict[str, Any], counts: dict[str, int]) -> li
             sum(cache.count(agent, setting.harness) for agent in arms for setting in settings)))
     reruns = section(params, "reruns", RerunsConfig)
     base, per_run = params.get("base"), reruns.harness(harness).n
-    work.append(StageWork(f"test (2 arms x {reruns.runs} runs x {per_run} episodes, and the "
-                          "oracle)", "test", base, 2 * reruns.runs * test * per_run + test,
+    recipes = section(params, "recipes", RecipesConfig)
+    seeds = (f", {len(recipes.checkpoints())} recipe seeds x {harness.n} episodes"
+             if recipes.root else "")
+    work.append(StageWork(f"test (2 arms x {reruns.runs} runs x {per_run} episodes{seeds}, and "
+                          "the oracle)", "test", base, 2 * reruns.runs * test * per_run + test
+                          + recipe_episodes(recipes, harness, test),
                           calls_each(checkpoints.get(base, {}), harness),
                           batches=reruns.runs))
     work.append(StageWork("report", "report", None, 0, 0))

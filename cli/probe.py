@@ -132,8 +132,9 @@ def _endpoint(root: Path, target: str, model: str | None) -> tuple[str, Any, int
     tokens = section(params, "harness", Harness).max_tokens
     checkpoints = params.get("checkpoints") or {}
     if target in checkpoints:
-        settings = dict(checkpoints[target])
-        settings.pop("agent", None)
+        from heldout.agents.registry import kind_settings
+
+        settings = kind_settings(dict(checkpoints[target]))
         try:
             return target, OpenAISettings.model_validate(settings), tokens
         except ValidationError as error:

@@ -21,4 +21,5 @@ def split_to_come(root: Path, params: dict[str, Any], command: str) -> dict[str,
     if is_sealed_source(tasks_config.source):
         raise ParamsError(f"{command}: the task source is sealed; run the split stage first "
                           "(heldout stage split), and it reads the split's files")
-    return assign(load_tasks(tasks_config.resolve(root)), config.salt, config.fractions)
+    return assign(load_tasks(tasks_config.resolve(root)), config.salt, config.fractions,
+                  config.hold_out)

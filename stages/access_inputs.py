@@ -19,6 +19,7 @@ from heldout.custody.keys import CustodyConfig
 from heldout.custody.lock import AccessKey
 from heldout.episodes.harness import Harness
 from heldout.episodes.rollout import RolloutsConfig
+from heldout.statistics.recipe import RecipesConfig
 from stages.catalog import SELECTION
 from stages.common import checkpoint_settings, excluded_ids, read_manifest, section
 from stages.reruns import RerunsConfig
@@ -38,6 +39,9 @@ class AccessInputs:
     excluded: frozenset[str]
     identity: dict[str, Any]
     key: AccessKey
+    # params.recipes: the seeds of each recipe, evaluated on the test split in this access.
+    recipes: RecipesConfig
+    recipe_settings: dict[str, dict[str, Any]]  # each seed's checkpoint -> its settings
 
 
 def read_selection(root: Path) -> dict[str, Any]:
@@ -62,12 +66,18 @@ def access_inputs(root: Path, params: ParamsReads) -> AccessInputs:
     identities = {arm: content_digest(identity_settings(value))
                   for arm, value in settings.items()}
     excluded = excluded_ids(root, "test")
+    recipes = section(params, "recipes", RecipesConfig) if "recipes" in params else RecipesConfig()
+    recipe_settings = {name: checkpoint_settings(params, name) for name in recipes.checkpoints()}
     content_version = manifest.get("test_content_version") or manifest["test_version"]
     identity = access_identity(params, {
         "test_version": manifest["test_version"], "content_version": content_version,
-        "task_source": manifest["source"], "excluded_test": sorted(excluded), "arms": names})
+        "task_source": manifest["source"], "excluded_test": sorted(excluded), "arms": names,
+        # Which recipe is the baseline is their order, which a digest of the params mapping
+        # (its keys sorted) would not see; empty: none, so an access without recipes keeps its
+        # identity.
+        **({"recipes": list(recipes.root.items())} if recipes.root else {})})
     key = AccessKey(manifest["test_version"], names["candidate"], names["base"],
                     harness.fingerprint(), identities["candidate"], identities["base"],
                     content_version, identity_digest(identity))
     return AccessInputs(harness, rollouts, test, reruns, custody, manifest, selection, names,
-                        settings, excluded, identity, key)
+                        settings, excluded, identity, key, recipes, recipe_settings)

@@ -45,6 +45,8 @@ SEALED_TEST_EPISODES = Path("data/test/episodes.sealed")
 # variance its episodes alone give.
 RERUNS = Path("data/test/reruns.json")
 REPORTS = Path("reports")
+# params.recipes' verdict, unit the training seed (heldout.report.recipe), beside the report.
+RECIPE_REPORT = REPORTS / "recipe"
 TEST_METRICS = Path("metrics/test.json")
 
 __all__ = [

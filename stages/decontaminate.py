@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from heldout.contamination.channels import channel_rows
 from heldout.contamination.config import DecontaminateConfig
 from heldout.contamination.index import METHODS, EvalIndex
 from heldout.contamination.report import (
@@ -89,6 +90,9 @@ def run(root: Path | None = None) -> dict[str, Any]:
             config, scans, {name: f["digest"] for name, f in fingerprints.items()},
             {task.id: task for task in val},
         )
+        # Each leakage channel checked, with what it compared, its threshold and its counts;
+        # and those checked elsewhere (the report's by_date, the recall probe), named.
+        report["channels"] = channel_rows(config, index.n, report["matches"])
         removed = set(report["removed_train_ids"])
         kept = [task for task in train if task.id not in removed]
         report["train_digest"] = split_digest(kept)

@@ -163,7 +163,9 @@ def stage_sections() -> dict[str, type[BaseModel]]:
     from heldout.episodes.rollout import RolloutsConfig
     from heldout.episodes.sweep import SensitivityConfig
     from heldout.statistics.counts import ScoreConfig
+    from heldout.statistics.judge_trust import JudgeConfig
     from heldout.statistics.public_hidden import AlarmConfig
+    from heldout.statistics.recipe import RecipesConfig
     from heldout.statistics.selection import SelectConfig
     from heldout.tasks.sources import TasksConfig
     from heldout.tasks.split import SplitConfig
@@ -172,12 +174,13 @@ def stage_sections() -> dict[str, type[BaseModel]]:
     return {"tasks": TasksConfig, "split": SplitConfig, "mlflow": TrackingConfig,
             "decontaminate": DecontaminateConfig, "harness": Harness, "alarm": AlarmConfig,
             "rollouts": RolloutsConfig, "select": SelectConfig, "custody": CustodyConfig,
-            "sensitivity": SensitivityConfig, "score": ScoreConfig}
+            "sensitivity": SensitivityConfig, "score": ScoreConfig, "recipes": RecipesConfig,
+            "judge": JudgeConfig}
 
 
 def agent_problems(path: str, settings: Any) -> list[str]:
     """An agent's settings against its kind's settings model; the agent itself is not made."""
-    from heldout.agents.registry import AGENT_KINDS
+    from heldout.agents.registry import AGENT_KINDS, data_cutoff_problem, kind_settings
     from heldout.plugins import InvalidSettings
 
     if not isinstance(settings, dict):
@@ -186,8 +189,11 @@ def agent_problems(path: str, settings: Any) -> list[str]:
     if kind not in AGENT_KINDS:
         return [f"{PARAMS_FILE}: {path}.agent: {kind!r} is not an agent kind; choose one of "
                 f"{', '.join(AGENT_KINDS)}"]
+    cutoff = data_cutoff_problem(settings)
+    if cutoff:
+        return [f"{PARAMS_FILE}: {path}.data_cutoff: {cutoff}"]
     try:
-        AGENT_KINDS[kind].validate({k: v for k, v in settings.items() if k != "agent"})
+        AGENT_KINDS[kind].validate(kind_settings(settings))
     except InvalidSettings as error:
         return error.render(f"{PARAMS_FILE}: {path}.").splitlines()
     return key_leak_problems(path, settings)
@@ -239,6 +245,10 @@ def reference_problems(params: Mapping[str, Any], valid: Mapping[str, BaseModel]
     if names and select is not None and select.rule == "last" and select.final not in names:
         problems.append(f"{PARAMS_FILE}: select.final: {select.final!r} is not a checkpoint "
                         f"(rule 'last' needs one); {known}")
+    recipes = valid.get("recipes")
+    for name in recipes.checkpoints() if names and recipes is not None else []:
+        if name not in names:
+            problems.append(f"{PARAMS_FILE}: recipes: {name!r} is not a checkpoint; {known}")
     split = valid.get("split")
     if split is not None:
         problems += _raised(lambda: check_fractions(split.fractions))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -24,17 +25,29 @@ from heldout.report import (
     read_rollouts,
     stage_report,
 )
+from heldout.report.by_date import ReleaseDates, recorded_dates
 from heldout.report.closing import redrawn, verdict_record
 from heldout.report.dvc_view import test_metrics
+from heldout.report.families import recorded_families
+from heldout.report.recipe import (
+    recipe_from_access,
+    recipe_metrics,
+    recipe_note,
+    write_recipe_report,
+)
 from heldout.report.slices import Passable
 from heldout.report.sweep import sweep_report_files
+from heldout.statistics.judge_trust import JudgeConfig
+from heldout.tasks.families import group_words, split_kind
 from stages.access_record import read_reruns
 from stages.catalog import (
     ACCESS,
     DECONTAM_REPORT,
     LEDGER,
+    RECIPE_REPORT,
     REPORTS,
     RERUNS,
+    SCORES,
     SELECTION,
     TEST_METRICS,
     test_rollout_file,
@@ -50,7 +63,9 @@ from stages.common import (
     sweep_experiment,
     tracked_stage,
 )
+from stages.report_judge import judge_trust_inputs, judged_record
 from stages.reruns import RerunsConfig
+from stages.val_grader import grader_gates
 
 
 def protocol_card(root: Path, manifest: dict, harness: Harness, access: dict) -> dict[str, Any]:
@@ -63,7 +78,9 @@ def protocol_card(root: Path, manifest: dict, harness: Harness, access: dict) ->
         "tasks": {"source": manifest["source"], "digest": manifest["source_digest"],
                   "count": sum(manifest["counts"].values())},
         "split": {"salt": manifest["salt"], "fractions": manifest["fractions"],
-                  "test_version": manifest["test_version"], "digests": manifest["digests"]},
+                  "test_version": manifest["test_version"], "digests": manifest["digests"],
+                  "kind": split_kind(manifest), "group": group_words(manifest),
+                  **({"families": manifest["families"]} if "families" in manifest else {})},
         "harness": {"fingerprint": harness.fingerprint(), **harness.model_dump(mode="json"),
                     "sandbox": harness.sandbox.in_effect()},
         "selection": json.loads((root / SELECTION).read_text(encoding="utf-8")),
@@ -100,7 +117,8 @@ def read_decontamination(root: Path) -> Decontamination:
     them, and those its policy excluded before the test rollouts."""
     found = json.loads((root / DECONTAM_REPORT).read_text(encoding="utf-8"))
     return Decontamination(policy=found["policy"], flagged=leak_methods(found, "test"),
-                           excluded=found["excluded_eval_ids"]["test"])
+                           excluded=found["excluded_eval_ids"]["test"],
+                           channels=found.get("channels") or ())
 
 
 def closed_access(root: Path, access: dict[str, Any]) -> dict[str, Any]:
@@ -126,7 +144,21 @@ def closed_access(root: Path, access: dict[str, Any]) -> dict[str, Any]:
         raise StageError(f"{ACCESS}: its task groups are not the ones access "
                          f"{last['access_id']} closed with (ledger line {last['seq']}): "
                          f"restore it (`dvc checkout {ACCESS}`)")
+    if "dates_digest" in verdict and verdict["dates_digest"] != content_digest(
+            access.get("dates") or {}):
+        raise StageError(f"{ACCESS}: its release dates and data cutoffs are not the ones "
+                         f"access {last['access_id']} closed with (ledger line {last['seq']}): "
+                         f"restore it (`dvc checkout {ACCESS}`)")
     return last
+
+
+def access_dates(access: dict[str, Any], closed: dict[str, Any]) -> ReleaseDates | None:
+    """The release dates and cutoffs the access recorded, for the by_date split; only those its
+    closed line holds the digest of (closed_access checked them): dates added to access.json
+    later, or by an access that recorded none, split nothing."""
+    if "dates_digest" not in (closed.get("verdict") or {}):
+        return None
+    return recorded_dates(access)
 
 
 def sweep_report(root: Path, experiment: str) -> dict[str, Any]:
@@ -169,6 +201,10 @@ def run(root: Path | None = None) -> dict[str, Any]:
         mlflow_run.set_tags(protocol_tags(manifest) | {
             "harness": harness.fingerprint(), "candidate": access["candidate"],
             "base": access["base"]})
+        judge, judge_card = judge_trust_inputs(root, section(params, "judge", JudgeConfig),
+                                               harness.fingerprint())
+        judge += grader_gates(json.loads((root / SCORES).read_text(encoding="utf-8")),
+                              [access["base"], access["candidate"]])
         report = build_report(
             read_rollouts(root / test_rollout_file("base")),
             read_rollouts(root / test_rollout_file("candidate")),
@@ -177,29 +213,41 @@ def run(root: Path | None = None) -> dict[str, Any]:
             # per task (params.reruns.episodes), which its rollouts carry.
             protocol=protocol_card(root, manifest,
                                    section(params, "reruns", RerunsConfig).harness(harness),
-                                   access),
+                                   access) | {"judge_trust": judge_card},
+            judge=judge,
             decontamination=read_decontamination(root),
             reruns=read_reruns(root),
             passable=oracle_passable(access),
+            dates=access_dates(access, closed),
+            families=recorded_families(manifest, access, closed),
         )
         recorded = closed.get("verdict")
         redrawing = recorded and redrawn(
-            recorded, verdict_record(report.headline.decision, access["groups"]),
+            recorded, judged_record(verdict_record(report.headline.decision, access["groups"]),
+                                    judge_card),
             closed_at=f"ledger line {closed['seq']}, commit {closed.get('git_commit')}",
             commit=git_commit(root))
         if redrawing:
             report.headline.warnings.insert(0, redrawing)
             print(f"report: {redrawing}")
+        recipe = recipe_from_access(access["recipes"]) if access.get("recipes") else None
+        if recipe:
+            report.headline.notes.append(recipe_note(recipe))
         with staged_outputs() as outputs:
             written = stage_report(report, root / REPORTS, outputs)
             outputs.write_json(root / TEST_METRICS, test_metrics(report))
+        if recipe:
+            written += write_recipe_report(recipe, root / RECIPE_REPORT)
+            mlflow_run.log_metrics(recipe_metrics(recipe))
+        else:  # an earlier access's recipe verdict is not this one's
+            shutil.rmtree(root / RECIPE_REPORT, ignore_errors=True)
         print(headline_markdown(report))
         where = where_to_read(root, os.environ.get(EXPERIMENT_ENV), " (and report.md, report.json)")
         print(f"report: {where}")
         mlflow_run.log_metrics({k: v for k, v in report.metrics.items()
                                 if isinstance(v, int | float)})
         for path in written:
-            mlflow_run.log_artifact(path, "report" if path.parent == root / REPORTS
-                                    else "report/figures")
+            mlflow_run.log_artifact(path, {root / REPORTS: "report", root / RECIPE_REPORT:
+                                           "report/recipe"}.get(path.parent, "report/figures"))
         mlflow_run.log_artifact(root / TEST_METRICS, "report")
     return report.to_json()

@@ -10,7 +10,9 @@ from typing import Any
 
 import pandas as pd
 
+from heldout.agents.canaries import STACKER_CANDIDATES, stacker_expected_passes
 from heldout.episodes.chunks import ChunkExecutor
+from heldout.episodes.episode import plan_episodes
 from heldout.episodes.harness import Harness
 from heldout.episodes.rollout import RolloutJob, RolloutsConfig, roll_outs
 from heldout.episodes.rows import FAILURES, rollout_table
@@ -21,11 +23,13 @@ from heldout.report.figures import checkpoints_pass_at_k_figure
 from heldout.statistics.counts import (
     CanaryError,
     ScoreConfig,
+    canaries_failed,
     canary_failures,
     check_comparable,
     combine_counts,
     describe_canary_failures,
     per_task_counts,
+    stacker_failures,
     summarize_checkpoint,
 )
 from heldout.statistics.public_hidden import AlarmConfig, gap_alarm, gap_counts, summarize_gap
@@ -52,8 +56,11 @@ from stages.common import (
 )
 from stages.progress import EpisodeProgress
 from stages.val_effort import effort_record, val_effort
+from stages.val_grader import grader_reasons
 
-CANARIES = {"oracle": {"agent": "oracle"}, "blind": {"agent": "blind"}}
+# The candidates are in the stacker's settings, so its cached episodes are keyed by them.
+CANARIES = {"oracle": {"agent": "oracle"}, "blind": {"agent": "blind"},
+            "stacker": {"agent": "stacker", "candidates": STACKER_CANDIDATES}}
 # What scoring reads of a rollout file. The completions and their hashes, most of its bytes,
 # are left on disk; the strings that repeat down the rows are read dictionary-encoded (as
 # categoricals), so a million episodes take a few MB instead of a few hundred.
@@ -76,10 +83,11 @@ def read_rollouts(root: Path, checkpoints: list[str]) -> dict[str, pd.DataFrame]
 def run_canaries(
     root: Path, params: dict[str, Any], harness: Harness, execute: ChunkExecutor | None = None
 ) -> tuple[dict[str, Any], float]:
-    """Oracle and blind, one episode per val task, through the same harness and sandbox, and
-    on the same executor as the rollouts (`execute`: the flow's task runner, threads or Dask):
-    what they showed, and the seconds their episodes took (for MLflow only: a wall-clock number
-    in val.json would change the scores' digest, and so the selection's, on every run)."""
+    """Oracle, blind and stacker, one episode per val task, through the same harness and
+    sandbox, and on the same executor as the rollouts (`execute`: the flow's task runner,
+    threads or Dask): what they showed, and the seconds their episodes took (for MLflow only: a
+    wall-clock number in val.json would change the scores' digest, and so the selection's, on
+    every run)."""
     config = section(params, "rollouts", RolloutsConfig)
     tasks = eval_view(root, "val", load_tasks(root / split_file("val")))
     single = harness.model_copy(update={"n": 1})
@@ -87,14 +95,22 @@ def run_canaries(
     rows = roll_outs(root, [RolloutJob(f"canary:{name}", settings, single)
                             for name, settings in CANARIES.items()],
                      tasks, config, progress, execute)
-    counts = {name: per_task_counts(rollout_table(name, its_rows))
+    tables = {name: rollout_table(name, its_rows)
               for name, its_rows in zip(CANARIES, rows, strict=True)}
+    counts = {name: per_task_counts(tables[name]) for name in ("oracle", "blind")}
     episodes_s = progress.elapsed()
     failures = canary_failures(counts["oracle"], counts["blind"])
+    # The stacker's expectation, from its hashes before any verdict: the episodes whose
+    # submitted guess is the reference. Tasks the oracle failed (or the blind agent passed) are
+    # left out of it, and reported by those canaries instead, first in the message.
+    expected = stacker_expected_passes(
+        ((e.task, e.sample, e.seed) for e in plan_episodes(tasks, single)), single.tools,
+        single.max_turns, single.max_tool_calls, CANARIES["stacker"]["candidates"])
     return {
         "oracle_pass_rate": float(counts["oracle"]["c"].sum() / counts["oracle"]["n"].sum()),
         "blind_pass_rate": float(counts["blind"]["c"].sum() / counts["blind"]["n"].sum()),
         **failures,
+        **stacker_failures(tables["stacker"], expected, failures),
     }, episodes_s
 
 
@@ -108,10 +124,14 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
     with tracked_stage(root, params, "score", "score") as mlflow_run:
         mlflow_run.set_tags(protocol_tags(manifest) | {"harness": harness.fingerprint()})
         canaries, canary_episodes_s = run_canaries(root, params, harness, execute)
-        mlflow_run.log_metrics({"canary_oracle_pass_rate": canaries["oracle_pass_rate"],
-                                "canary_blind_pass_rate": canaries["blind_pass_rate"],
-                                "canary_episodes_s": canary_episodes_s})
-        if canaries["oracle_failed"] or canaries["blind_passed"]:
+        mlflow_run.log_metrics({
+            "canary_oracle_pass_rate": canaries["oracle_pass_rate"],
+            "canary_blind_pass_rate": canaries["blind_pass_rate"],
+            **{f"canary_{key}": canaries[key] for key in (
+                "stacker_pass_rate", "stacker_expected_rate", "stacker_passes",
+                "stacker_expected")},
+            "canary_episodes_s": canary_episodes_s})
+        if canaries_failed(canaries):
             raise CanaryError(describe_canary_failures(canaries))
 
         rollouts = read_rollouts(root, checkpoints)
@@ -131,6 +151,11 @@ def run(root: Path | None = None, execute: ChunkExecutor | None = None) -> dict[
                              sorted(counts["task_id"].unique()), groups)
         for name, effort in efforts.items():
             summaries[name]["effort"] = effort_record(effort)
+        for name, reason in grader_reasons(root, checkpoints).items():
+            summaries[name]["grader_reason"] = reason
+            if reason and reason["voids"]:
+                print(f"score: VOID {name}: {reason['says']}: a broken grader, not a score "
+                      "(the report voids a verdict on it)")
         gaps = {name: gap_counts(table) for name, table in rollouts.items()}
         for name in checkpoints:
             gap = summarize_gap(gaps[name], groups=groups)

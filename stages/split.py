@@ -55,7 +55,7 @@ def run(root: Path | None = None) -> dict[str, Any]:
     with tracked_stage(root, params, "split", "split") as mlflow_run:
         tasks = (load_sealed_tasks(root / tasks_config.source, opener) if opener else
                  load_tasks(tasks_config.resolve(root)))
-        splits = assign(tasks, config.salt, config.fractions)
+        splits = assign(tasks, config.salt, config.fractions, config.hold_out)
         manifest = build_manifest(tasks_config.source, tasks_digest(tasks), config, splits)
         with staged_outputs() as outputs:
             for name in ("train", "val"):
@@ -79,6 +79,7 @@ def run(root: Path | None = None) -> dict[str, Any]:
         mlflow_run.log_params(
             {"tasks.source": tasks_config.source, "split.salt": config.salt}
             | {f"split.fractions.{name}": config.fractions[name] for name in SPLITS}
+            | ({"split.kind": manifest["split_kind"]} if config.hold_out else {})
         )
         mlflow_run.log_metrics(
             {f"tasks_{name}": count for name, count in manifest["counts"].items()}

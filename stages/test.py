@@ -39,6 +39,7 @@ from heldout.report.inputs import read_rollouts
 from heldout.report.sections import PerArm
 from heldout.statistics.counts import pool_runs
 from heldout.statistics.timing import interleaved, span
+from heldout.tasks.families import access_families
 from stages.access_inputs import access_inputs
 from stages.access_record import (
     ARMS,
@@ -70,6 +71,7 @@ from stages.common import (
 )
 from stages.progress import EpisodeProgress, speed_metrics
 from stages.test_oracle import oracle_passes
+from stages.test_recipes import evaluate_recipes
 from stages.val_plan import spend_plan
 
 
@@ -205,8 +207,11 @@ def open_access(root: Path, params: ParamsReads, execute: ChunkExecutor | None
                          for arm in ARMS for number, table in enumerate(runs[arm])}
             shown_passable = oracle_passes(root, tasks, harness, config, execute,
                                            test_key.derive("episodes"))
+            recipes, seed_tables = (evaluate_recipes(
+                root, tasks, inputs.recipes, inputs.recipe_settings, harness, config,
+                execute, test_key.derive("episodes")) if inputs.recipes.root else (None, {}))
             speed = speed_metrics()
-            digest = result_digest(every_run)
+            digest = result_digest(every_run | seed_tables)
             entries = read_ledger(root / LEDGER)
             opened = accesses(entries, key.test_version, key.content_version)
             access = {
@@ -221,8 +226,19 @@ def open_access(root: Path, params: ParamsReads, execute: ChunkExecutor | None
                 "tasks": len(tasks),
                 # The report breaks results down by group without opening the test split.
                 "groups": {t.id: t.group for t in tasks},
+                # And by family, when the split held families out (the report's by_family).
+                **access_families(manifest, tasks),
                 # What splits the report's both-fail ties: tasks shown passable, and by what.
                 "shown_passable": shown_passable,
+                # What the report's by_date splits by, as this access ran: each test task's
+                # release date and each arm's data cutoff (its digest is in the closed line,
+                # so no later edit of a task file or params moves that split).
+                "dates": {"released": {t.id: t.released for t in tasks if t.released},
+                          "data_cutoff": {arm: settings[arm].get("data_cutoff")
+                                          for arm in ARMS}},
+                # Each recipe seed's passes per task (stages/test_recipes.py), when params
+                # names recipes: the report's recipe verdict, drawn from this access.
+                **({"recipes": recipes} if recipes else {}),
                 "identity": identity,
             }
             pooled_base, pooled_candidate, measured = pool_runs(runs["base"], runs["candidate"])
@@ -238,7 +254,8 @@ def open_access(root: Path, params: ParamsReads, execute: ChunkExecutor | None
                 "interleaved": runs_interleaved(runs["base"], runs["candidate"]),
             }
             results = {RERUNS: json_bytes(rerun_record),
-                       SEALED_TEST_EPISODES: seal(episodes_parquet(tables), test_key.public),
+                       SEALED_TEST_EPISODES: seal(episodes_parquet(tables | seed_tables),
+                                                  test_key.public),
                        **{test_rollout_file(arm): parquet_bytes(without_timings(
                            outcome_table(table))) for arm, table in tables.items()}}
             access["outputs"] = file_digests(results)
@@ -252,6 +269,9 @@ def open_access(root: Path, params: ParamsReads, execute: ChunkExecutor | None
             verdict = closing_verdict(
                 *(read_rollouts(root / test_rollout_file(arm)) for arm in ("base", "candidate")),
                 groups=access["groups"], reruns=read_reruns(root))
+            verdict["dates_digest"] = content_digest(access["dates"])
+            if "families" in access:  # bound to the access as the groups are
+                verdict["families_digest"] = content_digest(access["families"])
             lock.close(digest, access["outputs"], verdict)
         mlflow_run.log_metrics({f"{arm}_episode_pass_rate": float(t["passed"].mean())
                                 for arm, t in tables.items()}

@@ -67,13 +67,18 @@ class Contamination:
     excluded: list[FlaggedTask]
     not_compared: list[FlaggedTask]
     without_flagged: WithoutFlagged | None  # None when no task, or every task, is flagged
+    # Each leakage channel decontamination checked (heldout.contamination.channels: what it
+    # compared, the threshold, the counts) and those it names as checked elsewhere; empty for a
+    # decontamination report from before them.
+    channels: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         listed = {name: [task.to_json() for task in getattr(self, name)]
                   for name in ("flagged", "excluded", "not_compared")}
         without = self.without_flagged
         return {"policy": self.policy, **listed,
-                "without_flagged": None if without is None else without.to_json()}
+                "without_flagged": None if without is None else without.to_json(),
+                "channels": self.channels}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Contamination:
@@ -82,7 +87,8 @@ class Contamination:
 
         without = data["without_flagged"]
         return cls(data["policy"], listed("flagged"), listed("excluded"), listed("not_compared"),
-                   None if without is None else WithoutFlagged.from_json(without))
+                   None if without is None else WithoutFlagged.from_json(without),
+                   list(data.get("channels") or []))
 
 
 @dataclass(frozen=True)
@@ -94,6 +100,7 @@ class Decontamination:
     policy: str
     flagged: Mapping[str, Sequence[str]]  # task id → methods
     excluded: Collection[str] = field(default_factory=frozenset)
+    channels: Sequence[Mapping[str, Any]] = ()  # its report's `channels` rows
 
 
 def _only(arm: Arm, keep: np.ndarray) -> Arm:
@@ -142,6 +149,7 @@ def contamination_section(
         excluded=listed(excluded - compared),
         not_compared=listed(set(found.flagged) - compared - excluded),
         without_flagged=without,
+        channels=[dict(row) for row in found.channels],
     )
 
 

@@ -18,6 +18,7 @@ import pandas as pd
 
 from heldout.report.beneath import beneath_section
 from heldout.report.best_of_k import PUBLIC_TESTS, BestOfK, best_of_k_section
+from heldout.report.by_date import ByDate, ReleaseDates, by_date_section
 from heldout.report.contamination import (
     Contamination,
     Decontamination,
@@ -27,6 +28,7 @@ from heldout.report.contamination import (
 from heldout.report.curves import curve
 from heldout.report.effort import Effort, effort_section
 from heldout.report.estimates import headline_estimates
+from heldout.report.families import ByFamily, FamilySplit, by_family_section
 from heldout.report.flips import flips_section
 from heldout.report.formatting import (
     percent,
@@ -152,6 +154,9 @@ class Report:
     # a report.json from before them, and best_of_k also when no selector accepted an episode.
     slices: Slices | None = None
     best_of_k: BestOfK | None = None
+    # The tasks by release date against the arms' data cutoffs (heldout.report.by_date).
+    by_date: ByDate | None = None
+    by_family: ByFamily | None = None  # only where the split held families out (issue 42)
 
     @property
     def verdict(self) -> str:
@@ -208,7 +213,8 @@ class Report:
             metrics["run_drift_sd"] = decision.drift.run_sd
         if self.contamination is not None:
             metrics |= contamination_metrics(self.contamination)
-        for section in (self.effort, self.slices, self.best_of_k):
+        for section in (self.effort, self.slices, self.best_of_k, self.by_date,
+                        self.by_family):
             metrics |= section.metrics() if section is not None else {}
         # Six significant digits, not decimals: a p-value of 1e-9 must not print as 0.
         return {key: float(f"{value:.6g}") if isinstance(value, float) else int(value)
@@ -233,6 +239,8 @@ class Report:
             "effort": None if self.effort is None else self.effort.to_json(),
             "slices": None if self.slices is None else self.slices.to_json(),
             "best_of_k": None if self.best_of_k is None else self.best_of_k.to_json(),
+            "by_date": None if self.by_date is None else self.by_date.to_json(),
+            "by_family": None if self.by_family is None else self.by_family.to_json(),
             "metrics": self.metrics,
         }
 
@@ -259,6 +267,8 @@ class Report:
             slices=None if data.get("slices") is None else Slices.from_json(data["slices"]),
             best_of_k=(None if data.get("best_of_k") is None
                        else BestOfK.from_json(data["best_of_k"])),
+            by_date=None if data.get("by_date") is None else ByDate.from_json(data["by_date"]),
+            by_family=data.get("by_family") and ByFamily.from_json(data["by_family"]),
         )
 
 
@@ -288,6 +298,8 @@ def build_report(
     passable: Passable | None = None,
     selector: str = PUBLIC_TESTS,
     judge: tuple[Gate, ...] = (),
+    dates: ReleaseDates | None = None,
+    families: FamilySplit | None = None,
     seed: int = 0,
 ) -> Report:
     """The paired report of `candidate` against `base`, two rollout tables (heldout.episodes.episode
@@ -310,7 +322,9 @@ def build_report(
     `passable`: tasks a run other than the two arms passed, which splits the both-fail ties
     (heldout.report.slices). `selector`: the boolean column best-of-k submits by
     (heldout.report.best_of_k). `judge`: gates that void any verdict of the judge that scored
-    both arms (heldout.statistics.judge_trust). `seed` seeds every bootstrap.
+    both arms (heldout.statistics.judge_trust). `dates`: release dates and data cutoffs, for
+    the by_date split (heldout.report.by_date). `families`: the test tasks' families where the
+    split held some out (heldout.report.families). `seed` seeds every bootstrap.
     """
     protocol_card = protocol_copy(protocol) if protocol is not None else None
     paired = pair_arms(base, candidate, names=(base_name, candidate_name), sample=sample,
@@ -368,4 +382,6 @@ def build_report(
         slices=slices_section(arms, labels, both_fail, passable, seed),
         best_of_k=best_of_k_section(PerArm(base, candidate), names, list(arms.base.counts.index),
                                     ks, seed, labels, selector),
+        by_date=by_date_section(arms, dates, labels, seed),
+        by_family=families and by_family_section(arms, families, labels, seed),
     )

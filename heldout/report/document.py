@@ -11,7 +11,9 @@ from typing import Any
 from heldout.report.beneath_blocks import best_of_k_blocks, effort_blocks, slices_blocks
 from heldout.report.blocks import Block, Document, Figure, Paragraph, Section, Subheading, Table
 from heldout.report.contamination import Contamination
+from heldout.report.contamination_blocks import contamination_part
 from heldout.report.core import Report
+from heldout.report.family_blocks import family_sections
 from heldout.report.formatting import (
     id_list,
     interval_percent,
@@ -34,7 +36,9 @@ def report_document(report: Report, figures: Collection[str]) -> Document:
         _curves(report, figures),
         _power(report),
         _beneath(report),
+        *family_sections(report),
     ]
+    sections += [part for part in [contamination_part(report)] if part is not None]
     if report.protocol is not None:
         sections.append(_protocol(report.protocol, figures))
     return Document(f"{report.names.candidate} against {report.names.base}", sections)
@@ -253,6 +257,7 @@ FIELD_LABELS = {
         "runs": "paired runs of each arm",
         "episodes_per_run": "episodes per task in each run",
     },
+    "split": {"kind": "split kind", "group": "what a group is"},
 }
 # Fields that are differences of rates, in points as every other table of the report writes
 # them, not as the raw fractions data/selection.json holds.

@@ -17,7 +17,9 @@ class ProtocolCard(TypedDict, total=False):
 
     tasks:       {"source", "digest", "count"}
     split:       {"salt", "fractions": {"train", "val", "test"}, "test_version",
-                  "digests": {"train", "val", "test"}}
+                  "digests": {"train", "val", "test"}, "kind" (which split:
+                  heldout.tasks.families.split_kind), "group" (what a group is), and
+                  "families" (tasks per family per split) where families were held out}
     harness:     {"fingerprint", **Harness.model_dump(mode="json")} (every field: template,
                   sampling, budgets, n, sandbox image and network, scorer version)
     selection:   data/selection.json as the select stage writes it: {"rule", "metric",

@@ -7,6 +7,7 @@ scores, the variance in parts, seeds per arm) has no place in that one."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from heldout.statistics.recipe import (
     Decomposition,
     RecipeComparison,
     SeedCounts,
+    compare_recipes,
 )
 from heldout.statistics.rule import ALPHA, CONFIDENCE, POWER
 
@@ -38,6 +40,22 @@ def seed_counts(seeds: list[tuple[str, pd.DataFrame]], tasks: list[str]) -> Seed
               for _, table in seeds]
     return SeedCounts(np.stack([part["c"].to_numpy(float) for part in counts]),
                       np.stack([part["n"].to_numpy(float) for part in counts]))
+
+
+def recipe_from_access(record: Mapping[str, Any]) -> RecipeReport:
+    """The recipe verdict of a test access's `recipes` record (stages/test_recipes.py): each
+    seed's passes and episodes by task, the baseline recipe and the candidate one."""
+    names = (str(record["baseline"]), str(record["candidate"]))
+    seeds = tuple(tuple(record["seeds"][name]) for name in names)
+    counts = record["counts"]
+    tasks = sorted(counts[seeds[0][0]]["episodes"])
+
+    def arm(checkpoints: tuple[str, ...]) -> SeedCounts:
+        return SeedCounts(*(np.array([[counts[seed][part][task] for task in tasks]
+                                      for seed in checkpoints], dtype=float)
+                            for part in ("passes", "episodes")))
+
+    return RecipeReport(names, seeds, len(tasks), compare_recipes(*map(arm, seeds)))
 
 
 def check_seeds_alike(seeds: list[tuple[str, pd.DataFrame]]) -> list[str]:
@@ -177,8 +195,27 @@ class RecipeReport:
         return "\n\n".join([
             "# Recipe comparison (unit: the training seed)", f"**{self.verdict_line()}**",
             self.claim(), "Rule: " + self.rule(), *self.detail_lines(),
-            "\n".join(["| arm | recipe | seed file | pass@1 |", "|---|---|---|---|", *rows]),
+            "\n".join(["| arm | recipe | seed | pass@1 |", "|---|---|---|---|", *rows]),
         ]) + "\n"
+
+
+def recipe_note(report: RecipeReport) -> str:
+    """The line the checkpoint report carries when the access also evaluated recipes."""
+    return (f"The recipes were evaluated in this access too (params.recipes, unit: the training "
+            f"seed): {report.verdict_line()}. Read reports/recipe/report.md: that, not the "
+            "verdict above, is the claim about the recipes.")
+
+
+def recipe_metrics(report: RecipeReport) -> dict[str, float]:
+    """The recipe verdict's numbers for MLflow (`recipe.*`), those that are finite."""
+    found = report.comparison
+    values = {"difference": found.difference, "low": found.low, "high": found.high,
+              "p_value": found.p_value, "se": found.se, "paired_se": found.paired_se,
+              "seeds_base": report.seeds[0], "seeds_candidate": report.seeds[1],
+              "pass_at_1_base": report.means[0], "pass_at_1_candidate": report.means[1],
+              "seeds_per_arm_needed": found.sizing.seeds_per_arm or math.nan}
+    return {f"recipe.{name}": float(value) for name, value in values.items()
+            if not math.isnan(float(value))}
 
 
 def _variance_json(parts: Decomposition) -> dict[str, float | None]:

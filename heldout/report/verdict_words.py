@@ -133,6 +133,9 @@ def claim_words(names: PerArm[str], decision: Decision, protocol: ProtocolCard |
     drawn = (f"the test split's {units}, dealt from the task set by a salted hash of each "
              "task's group: new groups of the same kinds of task, not new kinds"
              if split.get("test_version") else f"the {units} both files hold")
+    if str(split.get("kind", "")).startswith("family"):  # families held out (issue 42)
+        drawn = (f"the test split's {units}, a {split['kind']} split: whole families no earlier "
+                 "stage saw beside new groups of seen ones, each measured apart under By family")
     return (f"The claim: {names.candidate} against {names.base}, these two checkpoints as "
             f"they are, on tasks like these ({drawn}). It is not a claim about the training "
             f"recipe that produced {names.candidate}: that needs several training seeds per "

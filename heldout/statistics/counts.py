@@ -29,7 +29,8 @@ class IncomparableRolloutsError(HeldoutError):
 
 
 class CanaryError(HeldoutError):
-    """The oracle failed a task or the blind agent passed one: the harness is broken."""
+    """The oracle failed a task, the blind agent passed one, or the stacker's pass count was
+    not the one its hashes gave: the harness is broken."""
 
 
 def per_task_counts(rollouts: pd.DataFrame) -> pd.DataFrame:
@@ -155,7 +156,40 @@ def canary_failures(oracle: pd.DataFrame, blind: pd.DataFrame) -> dict[str, list
     }
 
 
-def describe_canary_failures(failures: dict[str, list[str]]) -> str:
+def stacker_failures(stacker: pd.DataFrame, expected: Iterable[tuple[str, int]],
+                     failures: Mapping[str, list[str]]) -> dict[str, Any]:
+    """The stacker canary against what its hashes said (heldout.agents.canaries): `stacker`
+    holds its episodes (task_id, sample, passed), `expected` the (task id, sample) whose
+    submitted guess was the reference. Tasks the oracle failed or the blind agent passed are
+    left out (`failures`, canary_failures' answer): there the extremes already report the
+    harness or the task broken, and the stacker's guesses would fail or pass with them. Checked
+    episode by episode, so a harness that both adds and loses passes is caught too."""
+    broken = set(failures.get("oracle_failed", ())) | set(failures.get("blind_passed", ()))
+    kept = stacker.loc[~stacker["task_id"].isin(broken)]
+    episodes = {(str(task), int(sample)) for task, sample in zip(
+        kept["task_id"], kept["sample"], strict=True)}
+    passed = {(str(task), int(sample)) for task, sample, ok in zip(
+        kept["task_id"], kept["sample"], kept["passed"], strict=True) if ok}
+    wanted = {(task, int(sample)) for task, sample in expected} & episodes
+    total = max(len(episodes), 1)
+    return {
+        "stacker_episodes": len(episodes),
+        "stacker_expected": len(wanted),
+        "stacker_passes": len(passed),
+        "stacker_expected_rate": len(wanted) / total,
+        "stacker_pass_rate": len(passed) / total,
+        "stacker_stacked": [f"{task}#{sample}" for task, sample in sorted(passed - wanted)],
+        "stacker_missed": [f"{task}#{sample}" for task, sample in sorted(wanted - passed)],
+    }
+
+
+def canaries_failed(canaries: Mapping[str, Any]) -> bool:
+    """Whether any canary misbehaved (canary_failures and stacker_failures together)."""
+    return any(canaries.get(key) for key in
+               ("oracle_failed", "blind_passed", "stacker_stacked", "stacker_missed"))
+
+
+def describe_canary_failures(failures: Mapping[str, Any]) -> str:
     parts = []
     if failures["oracle_failed"]:
         parts.append(f"the oracle (reference solutions) failed {len(failures['oracle_failed'])} "
@@ -163,9 +197,31 @@ def describe_canary_failures(failures: dict[str, list[str]]) -> str:
     if failures["blind_passed"]:
         parts.append(f"the blind agent (an empty body) passed {len(failures['blind_passed'])} "
                      f"tasks: {', '.join(failures['blind_passed'][:20])}")
-    return ("harness canaries failed, so no score can be trusted: " + "; ".join(parts)
-            + ". Check the sandbox (a missing module, a too-small memory or time limit) and "
-            "these tasks' tests before scoring checkpoints.")
+    extremes = bool(parts)
+    parts += _stacker_parts(failures)
+    advice = (". Check the sandbox (a missing module, a too-small memory or time limit) and "
+              "these tasks' tests before scoring checkpoints." if extremes else
+              ". Only the program an episode submits may be judged, once: check what the "
+              "harness counts as an episode's answer before scoring checkpoints.")
+    return "harness canaries failed, so no score can be trusted: " + "; ".join(parts) + advice
+
+
+def _stacker_parts(failures: Mapping[str, Any]) -> list[str]:
+    stacked, missed = failures.get("stacker_stacked") or [], failures.get("stacker_missed") or []
+    if not (stacked or missed):
+        return []
+    head = (f"the stacker (a skill-free guesser, its pass count known in advance) passed "
+            f"{failures.get('stacker_passes')} episodes where {failures.get('stacker_expected')} "
+            f"were expected")
+    found = []
+    if stacked:
+        found.append(f"{len(stacked)} passed though the guess submitted was wrong, so the "
+                     f"harness lets guesses stack (a tested program, a retry or another "
+                     f"submission counted): {', '.join(stacked[:20])}")
+    if missed:
+        found.append(f"{len(missed)} failed though the guess submitted was the reference, so "
+                     f"the harness fails right answers: {', '.join(missed[:20])}")
+    return [f"{head}; {'; '.join(found)}"]
 
 
 def pool_runs(base_runs: list[pd.DataFrame], candidate_runs: list[pd.DataFrame]

@@ -31,10 +31,13 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from pathlib import PurePosixPath
 from typing import Any
 
 import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from heldout.errors import HeldoutError
 from heldout.statistics.decision import GRADER_REASON, JUDGE_UNTRUSTED, Gate
 from heldout.statistics.intervals import Interval, wilson_interval
 
@@ -45,6 +48,8 @@ ONE_REASON_SHARE = 0.95
 # grader (a strong model's few failures can all be one timeout).
 ONE_REASON_MIN_FAILURES = 20
 JUDGE_PREFIX = "[heldout judge] "
+SCHEMA = "heldout.judge_trust/1"  # TRUST.json, as `heldout judge-trust` writes it
+JUDGE_DIR = "judge"  # where a project keeps its TRUST.json: a dependency of the report stage
 # "AssertionError at tests.py line 12: message": an assert of the task's tests failed there.
 # Another exception "at tests.py line 12" is one the candidate raised when called: its type.
 TEST_ASSERTION = re.compile(r"^AssertionError at tests\.py line (\d+)")
@@ -118,6 +123,40 @@ class JudgeTrust:
         return cls(read(data["agreement"]), read(data["labeled_pass"]), read(data["labeled_fail"]),
                    data.get("kappa"), float(data["threshold"]), data.get("rejudged"),
                    data.get("flips"))
+
+
+class JudgeConfig(BaseModel):
+    """`params.judge`: the TRUST.json of the pinned harness's judge (written by `heldout
+    judge-trust` on hand-labeled val rows; under judge/, which the report stage depends on),
+    and the agreement below which the report voids the verdict. Empty: not measured, and the
+    protocol card says so."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    trust: str = ""
+    min_agreement: float = Field(default=TRUST_THRESHOLD, gt=0, le=1)
+
+    @field_validator("trust")
+    @classmethod
+    def _under_judge(cls, value: str) -> str:
+        parts = PurePosixPath(value).parts
+        if value and (parts[:1] != (JUDGE_DIR,) or ".." in parts or len(parts) < 2):
+            raise ValueError(f"{value!r}: keep TRUST.json under {JUDGE_DIR}/ (e.g. "
+                             f"{JUDGE_DIR}/trust.json), which the report stage depends on, so "
+                             "a new measurement re-draws the report")
+        return value
+
+
+def trust_from_record(record: Any, source: str) -> JudgeTrust:
+    """The JudgeTrust a TRUST.json holds (its shares' intervals recomputed); a HeldoutError
+    naming `source` when it is not one."""
+    refused = HeldoutError(f"{source}: not a TRUST.json `heldout judge-trust` wrote")
+    if not isinstance(record, dict) or record.get("schema") != SCHEMA:
+        raise refused
+    try:
+        return JudgeTrust.from_json(record)
+    except (KeyError, TypeError, ValueError):
+        raise refused from None
 
 
 def judge_agreement(judged: Sequence[bool], labels: Sequence[bool], *,

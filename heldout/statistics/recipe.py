@@ -22,6 +22,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from pydantic import RootModel, model_validator
 from scipy import stats as sps
 
 from heldout.statistics.rule import ALPHA, CONFIDENCE, POWER
@@ -42,6 +43,38 @@ def too_few_seeds(seeds: dict[str, int]) -> str | None:
         return None
     return (f"a recipe comparison needs at least {MIN_SEEDS} training seeds per arm, each "
             f"evaluated ({'; '.join(short)}): fewer cannot estimate the seeds' spread")
+
+
+class RecipesConfig(RootModel[dict[str, list[str]]]):
+    """`params.recipes`: none (empty), or two recipes, each the checkpoints of its training
+    seeds, MIN_SEEDS or more, no checkpoint in both. The first listed is the baseline, as
+    `heldout compare A1,A2,A3 B1,B2,B3` takes A first."""
+
+    root: dict[str, list[str]] = {}
+
+    @model_validator(mode="after")
+    def _two_recipes_of_seeds(self) -> RecipesConfig:
+        if not self.root:
+            return self
+        if len(self.root) != 2:
+            raise ValueError(f"name two recipes (the baseline first), not {len(self.root)}: "
+                             f"{', '.join(self.root) or 'none'}")
+        refused = too_few_seeds({name: len(set(seeds)) for name, seeds in self.root.items()})
+        if refused:
+            raise ValueError(refused)
+        shared = set.intersection(*map(set, self.root.values()))
+        if shared:
+            raise ValueError(f"{', '.join(sorted(shared))} is a seed of both recipes: a "
+                             "checkpoint is trained by one recipe")
+        return self
+
+    @property
+    def names(self) -> tuple[str, str] | None:
+        """(baseline, candidate), or None when no recipes are named."""
+        return tuple(self.root) if self.root else None  # type: ignore[return-value]
+
+    def checkpoints(self) -> list[str]:
+        return list(dict.fromkeys(seed for seeds in self.root.values() for seed in seeds))
 
 
 @dataclass(frozen=True)

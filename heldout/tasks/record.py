@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import keyword
 import math
+import re
 import unicodedata
+from datetime import date
 from functools import cached_property
 from typing import Annotated, Any, Literal
 
@@ -72,7 +74,29 @@ def _safe_name(value: str) -> str:
     return value
 
 
+_ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
+def iso_date_problem(value: str) -> str | None:
+    """Why a string is not a calendar date written YYYY-MM-DD, or None."""
+    if not _ISO_DATE.fullmatch(value):
+        return f"must be a date written YYYY-MM-DD, got {value!r}"
+    try:
+        date.fromisoformat(value)
+    except ValueError as error:
+        return f"{value!r} is no calendar date ({error})"
+    return None
+
+
+def _iso_date(value: str) -> str:
+    problem = iso_date_problem(value)
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
 Text = Annotated[str, AfterValidator(_valid_text)]
+IsoDate = Annotated[str, AfterValidator(_iso_date)]
 NonBlank = Annotated[str, AfterValidator(_not_blank), AfterValidator(_valid_text)]
 TaskName = Annotated[NonBlank, AfterValidator(_safe_name)]
 
@@ -140,6 +164,10 @@ class Task(BaseModel):
     reference: Text | None = None
     runtime: TaskRuntime | None = None
     metadata: dict[str, Any] = {}
+    # The day the task (its problem, its fix) was made public, YYYY-MM-DD: what the report's
+    # by_date section splits the tasks by against a checkpoint's data_cutoff. Not evaluated
+    # (heldout.tasks.split._NOT_EVALUATED says why).
+    released: IsoDate | None = None
 
     @field_validator("entry_point")
     @classmethod

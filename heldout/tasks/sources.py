@@ -130,7 +130,8 @@ def load_jsonl_bytes(data: bytes, path: str | Path, folder: Path | None = None) 
 
 _SCHEMA_HINT = (
     "Each line is one JSON object with the fields id, prompt, entry_point, tests "
-    "(required) and group, kind, public_tests, reference, runtime, metadata (optional); "
+    "(required) and group, kind, public_tests, reference, runtime, metadata, released "
+    "(a date, YYYY-MM-DD) (optional); "
     "see docs/tasks.md."
 )
 

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from heldout.canonical import content_digest, jsonl_bytes, sha256_hex
 from heldout.errors import SplitError
+from heldout.tasks.families import HoldOut, deal_by_family, family_counts, split_kind_words
 from heldout.tasks.record import Task
 
 SPLITS = ("train", "val", "test")
@@ -29,6 +30,8 @@ class SplitConfig(BaseModel):
     salt: str = Field(min_length=1)
     fractions: dict[str, float]
     ngram: int = Field(default=13, ge=1, description="word n-gram length of the fingerprints")
+    # Unset: the variant split, and the manifest and digests of before it (heldout.tasks.families).
+    hold_out: HoldOut | None = None
 
 
 def group_position(salt: str, group: str) -> float:
@@ -61,17 +64,29 @@ def check_fractions(fractions: Mapping[str, float]) -> None:
         )
 
 
-def assign(tasks: list[Task], salt: str, fractions: Mapping[str, float]) -> dict[str, list[Task]]:
+def assign(tasks: list[Task], salt: str, fractions: Mapping[str, float],
+           hold_out: HoldOut | None = None) -> dict[str, list[Task]]:
     """Tasks of each split, each list sorted by id. Refuses fractions that do not sum to 1 or
-    that leave a split empty on these tasks."""
+    that leave a split empty on these tasks. `hold_out` deals the families it names to test
+    whole and the rest within their families (heldout.tasks.families)."""
     check_fractions(fractions)
     upper_bounds = [fractions["train"], fractions["train"] + fractions["val"]]
+    dealt = None if hold_out is None else deal_by_family(
+        tasks, hold_out, fractions, lambda group: group_position(salt, group))
     splits: dict[str, list[Task]] = {name: [] for name in SPLITS}
     for task in sorted(tasks, key=lambda t: t.id):
+        if dealt is not None:
+            splits[dealt[task.id]].append(task)
+            continue
         position = group_position(salt, task.group)
         index = sum(position >= bound for bound in upper_bounds)
         splits[SPLITS[index]].append(task)
     empty = [name for name in SPLITS if not splits[name]]
+    if empty and hold_out is not None:
+        raise SplitError(
+            f"split.hold_out would leave split '{empty[0]}' empty: holding out "
+            f"{hold_out.field} = {', '.join(hold_out.values)} leaves no group for it among the "
+            "other families; hold out fewer families, or add tasks to the others")
     if empty:
         groups = len({t.group for t in tasks})
         raise SplitError(
@@ -96,7 +111,15 @@ def to_test_version(test_digest: str) -> str:
     return f"t-{test_digest[:12]}"
 
 
-_NOT_EVALUATED = {"id", "group", "metadata", "reference"}
+# `released` is out too. It changes nothing an episode sees or is judged by, and an edit of it
+# must not make opened tasks look new: in, a changed date would give a new evaluated version
+# and the one-access rule would let the "new" tasks be opened again. Out, the edited tasks are
+# the ones already opened (another look is a counted re-access), and what an edit could still
+# move, the report's by_date split, reads no task file: it reads the dates the test stage
+# recorded inside the access (access.json `dates`, whose digest the ledger's closed line
+# holds). Leaving it out also keeps every evaluated version made before the field existed
+# (model_dump writes an unset field as None).
+_NOT_EVALUATED = {"id", "group", "metadata", "reference", "released"}
 
 
 def evaluated_version(tasks: list[Task]) -> str:
@@ -128,6 +151,11 @@ def build_manifest(
         "test_version": to_test_version(digests["test"]),
         "test_content_version": evaluated_version(splits["test"]),
         "fingerprints": {"ngram": config.ngram},
+        # Only with families held out, so a variant split's manifest is the bytes it was.
+        **({} if config.hold_out is None else {
+            "split_kind": split_kind_words(config.hold_out),
+            "hold_out": config.hold_out.model_dump(mode="json"),
+            "families": family_counts(splits, config.hold_out.field)}),
     }
 
 

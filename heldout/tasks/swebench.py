@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from heldout.tasks.patches import oversized
+from heldout.tasks.record import iso_date_problem
 
 IMAGE_FIELDS = ("image_name", "docker_image")
 REQUIRED = ("instance_id", "repo", "base_commit", "patch", "test_patch", "problem_statement",
@@ -71,7 +72,20 @@ def task_record(instance: dict[str, Any], repos: Path, out_folder: Path,
     image = next((instance[field] for field in IMAGE_FIELDS if instance.get(field)), None)
     if image:
         record["runtime"] = {"image": image}
+    released = released_day(instance.get("created_at"))
+    if released:
+        record["released"] = released
     return record
+
+
+def released_day(created_at: Any) -> str | None:
+    """The task's `released` date from the instance's `created_at` (when its issue's pull
+    request was opened, "2023-06-01T12:34:56Z"): its day, YYYY-MM-DD, or None for a value
+    that does not start with one (the instance imports without a date)."""
+    if not isinstance(created_at, str):
+        return None
+    day = created_at.strip()[:10]
+    return None if iso_date_problem(day) else day
 
 
 def as_sample(record: dict[str, Any]) -> dict[str, Any]:

@@ -96,6 +96,45 @@ def methods_by_pair(report: dict) -> dict[tuple[str, str, str], set[str]]:
     return found
 
 
+def check_channels(report: dict) -> None:
+    """One row per leakage channel: the checked ones with what they compared, the threshold
+    and their counts (the report's own per-method counts, and the eval items a corpus holds by
+    that channel), then the two checked elsewhere, named."""
+    rows = {row["channel"]: row for row in report["channels"]}
+    # The stage's matches on the embedded default, by hand: test ngram 110, 99 (corpus) and 29
+    # (train split); test code 59, 99 (corpus) and 59 (train split); test minhash 99; val
+    # exact 153 and normalized 153; val ngram 108, 153 (corpus) and 108 (train split); val
+    # minhash 108, 137, 153 (corpus) and 108 (train split); val code 108, 153, 43 (corpus) and
+    # 108 (train split). `flagged` counts the eval items a corpus holds, once each.
+    found = {channel: (row["matches"], row["flagged"]) for channel, row in rows.items()}
+    assert found == {
+        "exact copy": ({"val": 2, "test": 0}, {"val": 1, "test": 0}),
+        "n-gram overlap": ({"val": 3, "test": 3}, {"val": 2, "test": 2}),
+        "MinHash near-duplicate": ({"val": 4, "test": 1}, {"val": 3, "test": 1}),
+        "rename-invariant code": ({"val": 4, "test": 3}, {"val": 3, "test": 2}),
+        "shared group": ({"val": 0, "test": 0}, {"val": 0, "test": 0}),
+        "released before the data cutoff": (None, None),
+        "recall by the checkpoint": (None, None)}
+    assert list(rows) == ["exact copy", "n-gram overlap", "MinHash near-duplicate",
+                          "rename-invariant code", "shared group",
+                          "released before the data cutoff", "recall by the checkpoint"]
+    counts = report["counts"]
+    for split_name in ("val", "test"):
+        assert rows["exact copy"]["matches"][split_name] == (
+            counts["exact"][split_name] + counts["normalized"][split_name])
+        for channel, method in (("n-gram overlap", "ngram"), ("MinHash near-duplicate",
+                                "minhash"), ("rename-invariant code", "code")):
+            assert rows[channel]["matches"][split_name] == counts[method][split_name]
+    assert "at least 0.5 of an eval field's 13-grams" in rows["n-gram overlap"]["threshold"]
+    assert rows["MinHash near-duplicate"]["threshold"] == (
+        "estimated Jaccard similarity at least 0.4")
+    assert "literals keep" in rows["rename-invariant code"]["compared"]
+    assert rows["recall by the checkpoint"]["checked"] is False
+    assert "heldout probe-recall" in rows["recall by the checkpoint"]["where"]
+    assert "by_date" in rows["released before the data cutoff"]["where"]
+    assert rows["released before the data cutoff"]["matches"] is None
+
+
 def test_the_embedded_default_catches_each_planted_leak_by_its_method(project, monkeypatch):
     uri = configure(project, project, monkeypatch, training_corpora=[CORPUS])
     manifest = split_then_hide_test(project)
@@ -116,6 +155,7 @@ def test_the_embedded_default_catches_each_planted_leak_by_its_method(project, m
         corpus_copies_of_natural), "the corpus holds the train tasks, but not their tests"
     assert report["removed_train_ids"] == sorted(NATURAL_TRAIN_TO_EVAL)
     assert report["excluded_eval_ids"] == {"val": [], "test": []}, "policy flag keeps them"
+    check_channels(report)
 
     decontam = project / "data" / "decontam"
     kept = load_tasks(decontam / "train.jsonl")

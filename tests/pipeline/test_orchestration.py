@@ -155,12 +155,13 @@ def test_the_score_stages_canaries_run_on_the_dask_cluster_like_the_rollouts(
     assert RecordingCluster.made, "the score stage made no Dask cluster"
     val = json.loads((project / "data/split/manifest.json").read_text())["counts"]["val"]
     chunks = math.ceil(val / 5)
-    task_runs = sorted(f"canary:{name}[{i}]" for name in ("blind", "oracle")
+    task_runs = sorted(f"canary:{name}[{i}]" for name in ("blind", "oracle", "stacker")
                        for i in range(chunks))
     assert task_runs_of_latest_flow_run("score", len(task_runs)) == task_runs
     assert on_dask["canaries"] == on_threads["canaries"]
     assert on_dask["canaries"]["oracle_pass_rate"] == 1.0
     assert on_dask["canaries"]["blind_pass_rate"] == 0.0
+    assert on_dask["canaries"]["stacker_passes"] == on_dask["canaries"]["stacker_expected"]
 
 
 # --- no listener beyond loopback (issue 23) ----------------------------------------------

@@ -47,6 +47,10 @@ def test_dvc_repro_runs_the_pipeline_on_repository_tasks(project: Path, fresh_en
     scores = json.loads((project / "data/scores/val.json").read_text())
     canaries = scores["canaries"]
     assert (canaries["oracle_pass_rate"], canaries["blind_pass_rate"]) == (1.0, 0.0)
+    # The stacker passed exactly the episodes its hashes named (its kind's blind answer as the
+    # wrong guess), none on a guess it only tested.
+    assert canaries["stacker_passes"] == canaries["stacker_expected"]
+    assert canaries["stacker_stacked"] == canaries["stacker_missed"] == []
     hacker = pd.read_parquet(project / "data/rollouts/val/agent_hacker.parquet")
     assert len(hacker) > 0 and not hacker["passed"].any()
     # Each for one of the judge's reasons: a change dropped, a copy passed or a report that

@@ -569,6 +569,10 @@ def test_the_pipeline_runs_end_to_end_on_the_program_examples(project: Path, mon
     canaries = scores["canaries"]
     assert (canaries["oracle_pass_rate"], canaries["blind_pass_rate"]) == (1.0, 0.0)
     assert canaries["oracle_failed"] == canaries["blind_passed"] == []
+    # The stacker passed exactly the episodes its hashes named (its kind's blind answer as the
+    # wrong guess), none on a guess it only tested.
+    assert canaries["stacker_passes"] == canaries["stacker_expected"]
+    assert canaries["stacker_stacked"] == canaries["stacker_missed"] == []
     select.run(project)
     test_stage.run(project)
     report.run(project)
