@@ -167,3 +167,20 @@ def check_selector(selector: str, tables: dict[Path, Any]) -> None:
     if selector != PUBLIC_TESTS and missing:
         raise typer.BadParameter(f"--selector {selector}: no such column in "
                                  f"{' and '.join(missing)}")
+
+
+def release_dates(setup: Any, table: Any, cutoffs: tuple[str | None, str | None]) -> Any:
+    """compare's --cutoff-a/-b with the tasks' `released` dates (from --tasks), for the
+    report's by_date split; None without a cutoff. A cutoff that no compared task's date can be
+    split by is refused (exit 2): the split it asks for could not be drawn."""
+    if not any(cutoffs):
+        return None
+    from heldout.report.by_date import ReleaseDates
+    from heldout.report.sections import PerArm
+
+    released = {task.id: task.released for task in setup.tasks or () if task.released}
+    if not released.keys() & set(table["task_id"].astype(str)):
+        raise typer.BadParameter(
+            "--cutoff-a/-b split the tasks by their `released` date, and no compared task "
+            "has one: give --tasks with a task file whose tasks carry `released` (YYYY-MM-DD)")
+    return ReleaseDates(released, PerArm(*cutoffs))

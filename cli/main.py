@@ -255,22 +255,10 @@ def compare(
                                 "(and scored/: samples files scored, reused when unchanged).",
                            file_okay=False)
     ],
-    sample: Annotated[
-        int, typer.Option(help="Sample index of the episode the exact McNemar test uses.")
-    ] = 0,
-    allow_harness_mismatch: Annotated[
-        bool,
-        typer.Option(
-            "--allow-harness-mismatch",
-            help="Compare rollouts made under different harnesses; the headline says so.",
-        ),
-    ] = False,
-    base_name: Annotated[
-        str | None, typer.Option(help="A's label (default: its checkpoint column).")
-    ] = None,
-    candidate_name: Annotated[
-        str | None, typer.Option(help="B's label (default: its checkpoint column).")
-    ] = None,
+    sample: scoring_options.SampleOption = 0,
+    allow_harness_mismatch: scoring_options.AllowMismatchOption = False,
+    base_name: scoring_options.BaseNameOption = None,
+    candidate_name: scoring_options.CandidateNameOption = None,
     rerun_a: scoring_options.RerunAOption = None,
     rerun_b: scoring_options.RerunBOption = None,
     reference_a: scoring_options.ReferenceAOption = None,
@@ -287,6 +275,8 @@ def compare(
     workers: scoring_options.WorkersOption = None,
     mlflow: scoring_options.CompareMlflowOption = None,
     trust: judge_trust.JudgeTrustOption = None,
+    cutoff_a: scoring_options.CutoffAOption = None,
+    cutoff_b: scoring_options.CutoffBOption = None,
 ) -> None:
     """The paired report of B against A from any two rollout or samples files (samples are
     scored first, as `heldout score` does) or other harnesses' results (refused unless
@@ -306,7 +296,8 @@ def compare(
     if recipes.seeded(base, candidate):  # seed files: the seed is the unit (cli/recipes.py)
         return recipes.compare(
             base, candidate, out, setup, target_effect, (base_name, candidate_name),
-            checkpoint_only=(rerun_a, rerun_b, reference_a, reference_b, allow_harness_mismatch))
+            checkpoint_only=(rerun_a, rerun_b, reference_a, reference_b, allow_harness_mismatch,
+                             cutoff_a, cutoff_b))
     same = same_input_warning(base, candidate)
     given = (base, candidate)
     arms = imports.compare_arms(base, candidate, out, setup, score_key, group_key)
@@ -327,6 +318,7 @@ def compare(
         base_name=base_name, candidate_name=candidate_name,
         sample=sample, allow_harness_mismatch=allow_harness_mismatch or arms.mixed,
         target_effect=target_effect, **judged,
+        dates=imports.release_dates(setup, base_table, (cutoff_a, cutoff_b)),
     )
     written = write_report(report, out)
     stdout.print(headline_markdown(report), markup=False, highlight=False, soft_wrap=True)

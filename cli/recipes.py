@@ -61,9 +61,9 @@ def compare(base: Path, candidate: Path, out: Path, setup: Any, target_effect: f
     from heldout.statistics.recipe import compare_recipes, too_few_seeds
 
     if any(checkpoint_only):
-        raise HeldoutError("--rerun-a/-b, --reference-a/-b and --allow-harness-mismatch "
-                           "compare two checkpoints; a recipe comparison (seed files, "
-                           "comma-separated) takes none of them")
+        raise HeldoutError("--rerun-a/-b, --reference-a/-b, --cutoff-a/-b and "
+                           "--allow-harness-mismatch compare two checkpoints; a recipe "
+                           "comparison (seed files, comma-separated) takes none of them")
     arms = seed_files(base), seed_files(candidate)
     labels = (names[0] or "A", names[1] or "B")
     refused = too_few_seeds(dict(zip(labels, map(len, arms), strict=True)))

@@ -109,3 +109,31 @@ GroupKeyOption = Annotated[str | None, typer.Option(
     "--group-key", help="Group tasks by a field of another harness's file: an inspect_ai "
                         "sample's metadata, an lm-eval doc, a verifiers task's data, or repo "
                         "for SWE-bench (the instance id before its number).")]
+
+
+SampleOption = Annotated[int, typer.Option(
+    help="Sample index of the episode the exact McNemar test uses.")]
+AllowMismatchOption = Annotated[bool, typer.Option(
+    "--allow-harness-mismatch",
+    help="Compare rollouts made under different harnesses; the headline says so.")]
+BaseNameOption = Annotated[str | None, typer.Option(
+    help="A's label (default: its checkpoint column).")]
+CandidateNameOption = Annotated[str | None, typer.Option(
+    help="B's label (default: its checkpoint column).")]
+
+
+def _cutoff(value: str | None) -> str | None:
+    from heldout.tasks.record import iso_date_problem
+
+    problem = None if value is None else iso_date_problem(value)
+    if problem:
+        raise typer.BadParameter(f"a data cutoff {problem}")
+    return value
+
+
+CutoffAOption = Annotated[str | None, typer.Option(
+    "--cutoff-a", callback=_cutoff,
+    help="A's training-data cutoff (YYYY-MM-DD): the report splits the tasks by their "
+         "`released` date (from --tasks) at the later of the arms' cutoffs.")]
+CutoffBOption = Annotated[str | None, typer.Option(
+    "--cutoff-b", callback=_cutoff, help="B's training-data cutoff (YYYY-MM-DD).")]

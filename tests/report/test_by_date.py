@@ -73,3 +73,34 @@ def test_one_arms_cutoff_alone_and_a_part_under_three_tasks_is_unmeasured():
 def test_no_cutoff_or_no_date_gives_no_section():
     assert case_report({"base": None, "candidate": None}).by_date is None
     assert build_report(rollouts("base", {"a": [T]}), rollouts("cand", {"a": [F]})).by_date is None
+
+
+def test_compare_splits_by_date_from_the_task_file_and_the_cutoffs_given(tmp_path):
+    from tests.conftest import task_record, write_jsonl
+    from tests.report.test_compare_cli import heldout
+
+    base, candidate = tmp_path / "A.parquet", tmp_path / "B.parquet"
+    rollouts("base", {t: b for t, (_, b, _) in CASE.items()}).to_parquet(base)
+    rollouts("cand", {t: c for t, (_, _, c) in CASE.items()}).to_parquet(candidate)
+    tasks = write_jsonl(tmp_path / "tasks.jsonl", [
+        task_record(task, **({"released": day} if day else {}))
+        for task, (day, _, _) in CASE.items()])
+    done = heldout("compare", base, candidate, "--out", tmp_path / "out", "--tasks", tasks,
+                   "--cutoff-a", "2024-03-01", "--cutoff-b", "2024-06-01")
+    assert done.returncode == 0, done.stderr
+    written = json.loads((tmp_path / "out" / "report.json").read_text())["by_date"]
+    expected = case_report({"base": "2024-03-01", "candidate": "2024-06-01"}).by_date
+    assert written["cutoff"] == "2024-06-01" and written["undated"] == 1
+    assert [(p["slice"], p["tasks"]) for p in written["parts"]] == [("on or before", 3),
+                                                                    ("after", 3)]
+    assert [p["difference"] for p in written["parts"]] == pytest.approx(
+        [p.difference for p in expected.parts])
+    # A cutoff with nothing dated to split, and a cutoff that is no date: exit 2, one line.
+    undated = heldout("compare", base, candidate, "--out", tmp_path / "none",
+                      "--cutoff-b", "2024-06-01")
+    assert undated.returncode == 2 and "no compared task has one" in undated.stderr
+    wrong = heldout("compare", base, candidate, "--out", tmp_path / "none",
+                    "--tasks", tasks, "--cutoff-a", "June 2024")
+    assert wrong.returncode == 2 and "a data cutoff must be a date written YYYY-MM-DD" in \
+        wrong.stderr
+    assert not (tmp_path / "none").exists()
