@@ -84,3 +84,35 @@ def test_a_data_cutoff_is_checked_and_left_out_of_the_agents_identity():
     context = AgentContext(template="{prompt}", temperature=0.8, top_p=0.95, max_tokens=64,
                            max_turns=1, timeout_s=10.0, project_root=".")
     assert make_agent("late", cut, context) is not None  # no agent kind is handed it
+
+
+def test_swebench_tasks_split_at_a_cutoff_with_dates_on_both_sides(tmp_path):
+    """SWE-bench instances dated on both sides of a cutoff, imported, then compared: the
+    by_date split places each by its instance's created_at."""
+    from tests.report.test_compare_cli import heldout
+    from tests.report.test_report import rollouts
+
+    repos, base = make_clone(tmp_path)
+    days = {"old-1": "2023-01-05", "old-2": "2023-11-30", "old-3": "2024-06-01",
+            "new-1": "2024-06-02", "new-2": "2024-12-24", "new-3": "2025-03-03"}
+    instances = write_lines(tmp_path / "instances.jsonl", [
+        instance(base, instance_id=name, created_at=f"{day}T09:00:00Z")
+        for name, day in days.items()])
+    out = tmp_path / "tasks" / "swe.jsonl"
+    result = CliRunner().invoke(app, ["tasks", "import-swebench", str(instances), "--repos",
+                                      str(repos), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert {task.id: task.released for task in load_tasks(out)} == days
+    # The candidate gains on the old tasks only: what a leak of the old ones would look like.
+    base_rows = {name: [False, False] for name in days}
+    candidate_rows = {name: [name.startswith("old")] * 2 for name in days}
+    rollouts("base", base_rows).to_parquet(tmp_path / "A.parquet")
+    rollouts("tuned", candidate_rows).to_parquet(tmp_path / "B.parquet")
+    done = heldout("compare", tmp_path / "A.parquet", tmp_path / "B.parquet", "--out",
+                   tmp_path / "report", "--tasks", out, "--cutoff-b", "2024-06-01")
+    assert done.returncode == 0, done.stderr
+    by_date = json.loads((tmp_path / "report" / "report.json").read_text())["by_date"]
+    before, after = by_date["parts"]
+    assert (by_date["cutoff"], by_date["undated"]) == ("2024-06-01", 0)
+    assert (before["tasks"], before["base"], before["candidate"]) == (3, 0.0, 1.0)
+    assert (after["tasks"], after["base"], after["candidate"]) == (3, 0.0, 0.0)
