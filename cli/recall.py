@@ -44,6 +44,9 @@ def probe_recall(
     in_flight: Annotated[int, typer.Option(
         min=1, max=256, help="Requests sent at once (the endpoint's adaptive limit may hold "
                              "fewer).")] = 8,
+    mlflow: Annotated[bool, typer.Option(
+        "--mlflow/--no-mlflow", help="Log an MLflow run: the shares recalled, their intervals, "
+                                     "the JSON file.")] = True,
 ) -> None:
     """Ask a served model whether it memorized the split's tasks: each task's prompt, and its
     prompt with its reference solution, is cut at PREFIX of its characters; the model's
@@ -84,6 +87,26 @@ def probe_recall(
     write_json_atomic(target, record)
     show(checkpoint, split, summary)
     stdout.print(f"probe-recall: wrote {target}", **SAY)
+    if mlflow:
+        stdout.print(f"MLflow run {log_recall(record, target)}", **SAY)
+
+
+def log_recall(record: dict[str, Any], target: Path) -> str:
+    """The probe's MLflow run: per text kind, the tasks probed and recalled, the share and its
+    interval; the split file's digest; the JSON file."""
+    from cli.command_runs import log_run
+
+    metrics = {}
+    for kind, found in record["summary"].items():
+        metrics |= {f"{kind}_probed": found["probed"], f"{kind}_recalled": found["recalled"]}
+        if found["share"] is not None:
+            metrics |= {f"{kind}_share": found["share"], f"{kind}_share_low":
+                        found["interval"][0], f"{kind}_share_high": found["interval"][1]}
+    params = {"checkpoint": record["checkpoint"], "split": record["split"],
+              "split_sha256": record["split_sha256"], **record["settings"]}
+    return log_run(f"probe-recall {record['checkpoint']} on {record['split']}",
+                   {"command": "probe-recall", "split": record["split"]}, params, metrics,
+                   [target])
 
 
 def split_path(root: Path, split: str) -> Path:

@@ -5,9 +5,11 @@ test tasks, other agents and a split that was never made are refused."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
+import mlflow
 import pytest
 import yaml
 from scipy.stats import binomtest
@@ -126,6 +128,7 @@ def run(root: Path, monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
 
 @pytest.mark.parametrize("endpoint", ["completions", "chat"])
 def test_probe_recall_finds_exactly_the_memorized_tasks(tmp_path, monkeypatch, capsys, endpoint):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'runs.db'}")
     tasks = [t for t in load_tasks("humaneval")[:TASKS]]
     texts = [task_texts(t) for t in tasks]
     server = MemorizingServer(
@@ -163,6 +166,14 @@ def test_probe_recall_finds_exactly_the_memorized_tasks(tmp_path, monkeypatch, c
     assert (record["split"], record["tasks"], record["checkpoint"]) == ("val", TASKS, "served")
     ids = ", ".join(sorted(tasks[i].id for i in SOLUTIONS))
     assert f"reference recalled ({len(SOLUTIONS)}): {ids}" in out
+    # The run a reviewer finds in MLflow holds the same shares.
+    client = mlflow.MlflowClient(os.environ["MLFLOW_TRACKING_URI"])
+    [logged] = client.search_runs(
+        [e.experiment_id for e in client.search_experiments()],
+        "tags.`heldout.command` = 'probe-recall'")
+    assert logged.data.metrics["prompt_recalled"] == len(PROMPTS)
+    assert logged.data.metrics["reference_share"] == pytest.approx(summary["reference"]["share"])
+    assert logged.data.params["split"] == "val"
 
 
 def test_the_prefix_share_is_the_share_shown(tmp_path, monkeypatch, capsys):
