@@ -154,10 +154,16 @@ def test_a_trial_of_a_local_agent_prices_a_project_that_never_ran(tmp_path):
     assert "nothing measured" not in total
     # A trial that met no time limit cannot say how long a stage's slowest episode holds it up:
     # the plan adds one program time limit (0.5 s here) a rollout, 4 of them in the test stage.
-    low, high = re.search(r"expected (\d+) s to (\d+) s if each rollout waits once on a "
-                          r"program at its time limit", total).groups()
+    # Each end as the plan writes a duration: "42 s", or "1 min 05 s" on a machine slow enough
+    # that the trial's pace prices the run above a minute.
+    duration = r"(?:(\d+) min )?(\d+) s"
+    found = re.search(rf"expected {duration} to {duration} if each rollout waits once on a "
+                      r"program at its time limit", total)
+    assert found, total
+    low, high = (60 * int(minutes or 0) + int(seconds)
+                 for minutes, seconds in (found.groups()[:2], found.groups()[2:]))
     # Two checkpoints' rollouts, the canaries, the sweep and the test's four runs: 8 x 0.5 s.
-    assert abs(int(high) - int(low) - 4) <= 1  # each end rounded to the second
+    assert abs(high - low - 4) <= 1  # each end rounded to the second
 
 
 def test_a_trial_of_a_split_that_would_leave_val_empty_is_one_line(tmp_path):
