@@ -133,8 +133,26 @@ def check_params(params: Mapping[str, Any], sections: Mapping[str, type[BaseMode
         problems += agent_problems(f"checkpoints.{name}", checkpoints[name])
     problems += reference_problems(params, valid, names)
     if root is not None:
-        problems += scorer_problems(root, valid)
+        problems += scorer_problems(root, valid) + judge_problems(root, valid)
     raise_problems(problems)
+
+
+def judge_problems(root: Path, valid: Mapping[str, BaseModel]) -> list[str]:
+    """The judge/ folder the report stage depends on (DVC stops on a missing one with a bare
+    file-not-found), and the TRUST.json params.judge names."""
+    from heldout.statistics.judge_trust import JUDGE_DIR
+
+    if not (root / JUDGE_DIR).is_dir():
+        return [f"{PARAMS_FILE}: judge: the folder {JUDGE_DIR}/ is missing, and the report stage "
+                f"depends on it (params.judge.trust lives there): restore it (`git checkout "
+                f"{JUDGE_DIR}/`) or create it empty"]
+    judge = valid.get("judge")
+    trust = getattr(judge, "trust", "")
+    if trust and not (root / trust).is_file():
+        return [f"{PARAMS_FILE}: judge.trust: {trust} does not exist: write it with `heldout "
+                "judge-trust LABELS.jsonl --judged data/rollouts/val/<checkpoint>.parquet --out "
+                f"{trust}`, or set judge.trust to ''"]
+    return []
 
 
 def scorer_problems(root: Path, valid: Mapping[str, BaseModel]) -> list[str]:

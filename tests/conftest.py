@@ -92,7 +92,7 @@ def write_jsonl(path: Path, records: list[dict]) -> Path:
 
 
 PROJECT_FILES = ("params.yaml", "dvc.yaml", "pyproject.toml", ".gitignore")
-PROJECT_DIRS = ("heldout", "stages", "flows", "tasks", ".dvc")
+PROJECT_DIRS = ("heldout", "stages", "flows", "tasks", ".dvc", "judge")
 
 
 def copy_project(destination: Path) -> Path:

@@ -165,6 +165,7 @@ def test_the_tasks_kind_is_checked_against_the_harness_before_any_stage(tmp_path
     """The rollouts stage would find it after split and decontaminate (33 s), alone."""
     params = copy.deepcopy(default_params())
     shutil.copy(REPO / "tasks/examples/python_program.jsonl", tmp_path / "programs.jsonl")
+    (tmp_path / "judge").mkdir()  # a project's, which the report stage depends on
     params["tasks"]["source"] = "programs.jsonl"
     params["split"]["fractions"]["train"] = 0.5
     params["select"]["rul"] = "best"

@@ -118,3 +118,22 @@ def test_one_reason_over_many_failing_val_rows_voids_the_verdict():
         gate.message)
     assert gate.voids
     assert grader_gates(scores, ["base"]) == ()
+
+
+def test_the_params_check_names_a_missing_judge_folder_or_trust_file(tmp_path: Path):
+    import shutil
+
+    from flows.params import params_sections
+    from stages.params_check import check_params
+    from tests.conftest import copy_project
+
+    project = copy_project(tmp_path / "p")
+    check_params(read_params(project), params_sections(), project)  # as copied: valid
+    set_judge(project, trust="judge/trust.json")
+    with pytest.raises(ParamsError, match=r"judge.trust: judge/trust.json does not exist: "
+                                          r"write it with `heldout judge-trust"):
+        check_params(read_params(project), params_sections(), project)
+    shutil.rmtree(project / "judge")
+    with pytest.raises(ParamsError, match=r"the folder judge/ is missing, and the report stage "
+                                          r"depends on it"):
+        check_params(read_params(project), params_sections(), project)
