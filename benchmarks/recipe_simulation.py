@@ -10,6 +10,8 @@ true value. docs/statistics.md quotes the table.
 
 from __future__ import annotations
 
+import argparse
+
 import numpy as np
 
 from heldout.statistics.recipe import BETTER, WORSE, compare_recipes
@@ -37,11 +39,15 @@ def run(cell: RecipeNull, replications: int, seed: int) -> str:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--replications", type=int, default=REPLICATIONS,
+                        help=f"replications a cell (default {REPLICATIONS:,})")
+    replications = parser.parse_args().replications
     print("| seed sd | seeds | shift (points) | better | worse | coverage | training, net "
           "(mean) | training, true |")
     print("|---|---|---|---|---|---|---|---|")
     for index, cell in enumerate(CELLS):
-        print(run(cell, REPLICATIONS, seed=1000 + index), flush=True)
+        print(run(cell, replications, seed=1000 + index), flush=True)
 
 
 if __name__ == "__main__":

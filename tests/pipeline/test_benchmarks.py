@@ -24,6 +24,7 @@ TINY = {
     "cost_table": ["--replications", "2", "--workers", "1"],
     "coverage_single_arm": ["--replications", "2"],
     "guard_overhead": ["--opens", "50", "--repeats", "1"],
+    "recipe_simulation": ["--replications", "20"],
     "small_sets": ["--replications", "2", "--workers", "1"],
     "time_drift": ["--replications", "2", "--workers", "1"],
     "verdict_simulation": ["--replications", "2", "--workers", "1", "--tasks", "30",
